@@ -1,0 +1,80 @@
+package hostfns
+
+import (
+	"context"
+	"time"
+)
+
+// Namespace is the wasm import module of buddy's host functions, ABI version 1.
+// A future incompatible ABI gets a new namespace; v1 stays as documented in
+// docs/HOST_ABI.md.
+const Namespace = "buddy:host/v1"
+
+// Reserved namespaces: only buddy's instrumenter may emit imports from these; a
+// module that imports them itself is refused.
+const (
+	FuelNamespace   = "buddy:fuel"
+	KernelNamespace = "buddy:kernel"
+)
+
+// Names of the host functions in Namespace. Every pointer is an offset into the
+// Extism kernel memory (as with the Extism PDKs); every function that returns an
+// i64 returns the offset of a result block: byte 0 is an errs.Status, the rest is
+// the payload (on error, a UTF-8 message).
+const (
+	// FnLog (level i32, msg i64) -> (): always linked; size- and rate-limited.
+	FnLog = "log"
+	// FnFSRead (path i64) -> i64: payload = file bytes. Needs a read grant.
+	FnFSRead = "fs_read"
+	// FnFSWrite (path i64, data i64) -> i64: payload = u64 LE bytes written. Needs a write grant.
+	FnFSWrite = "fs_write"
+	// FnHTTPGet (url i64) -> i64: payload = u16 LE status, u32 LE n, n bytes of
+	// header JSON ({"Content-Type":"..."}), then the body. Needs a network grant.
+	FnHTTPGet = "http_get"
+	// FnEnvGet (name i64) -> i64: payload = value. Needs an env grant listing the name.
+	FnEnvGet = "env_get"
+	// FnKVGet (key i64) -> i64: payload = value. Needs the memory grant.
+	FnKVGet = "kv_get"
+	// FnKVSet (key i64, value i64) -> i64: empty payload. Needs the memory grant.
+	FnKVSet = "kv_set"
+	// FnKVDelete (key i64) -> i64: empty payload. Needs the memory grant.
+	FnKVDelete = "kv_delete"
+	// FnMemRemember (req i64) -> i64: req = {"text":..,"tags":[..]}, payload = {"id":N}.
+	FnMemRemember = "memory_remember"
+	// FnMemRecall (req i64) -> i64: req = {"query":..,"limit":N},
+	// payload = {"memories":[{"id","text","tags","created_at"}]}.
+	FnMemRecall = "memory_recall"
+)
+
+// Log levels of FnLog, the same numbers as Extism's.
+const (
+	LogTrace int32 = 0
+	LogDebug int32 = 1
+	LogInfo  int32 = 2
+	LogWarn  int32 = 3
+	LogError int32 = 4
+)
+
+// KV is a namespaced key-value store with quotas, implemented by the store and
+// handed to Link by cmd/. Errors wrap errs.ErrNotFound (no such key) and
+// errs.ErrTooLarge (a quota would be exceeded).
+type KV interface {
+	KVGet(ctx context.Context, namespace, key string) ([]byte, error)
+	KVSet(ctx context.Context, namespace, key string, value []byte) error
+	KVDelete(ctx context.Context, namespace, key string) error
+}
+
+// Memories is a namespaced store of free-text memories searched by relevance.
+// Errors wrap errs.ErrTooLarge (quota) and errs.ErrInvalidInput (empty text).
+type Memories interface {
+	Remember(ctx context.Context, namespace, text string, tags []string) (int64, error)
+	Recall(ctx context.Context, namespace, query string, limit int) ([]Memory, error)
+}
+
+// Memory is one remembered text.
+type Memory struct {
+	ID        int64     `json:"id"`
+	Text      string    `json:"text"`
+	Tags      []string  `json:"tags"`
+	CreatedAt time.Time `json:"created_at"`
+}

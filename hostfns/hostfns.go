@@ -1,0 +1,480 @@
+// Package hostfns is buddy's host ABI: the functions a skill may import from
+// "buddy:host/v1", each checked against the skill's grants. A skill gets a
+// function only when its grant includes it (Link); everything a function does
+// goes through a gate that knows the grant: hostfns/fs for files, hostfns/http
+// for the network, the KV and Memories interfaces for the store.
+//
+//	set, err := hostfns.Link(hostfns.Grants{Read: []string{"/home/me/docs"}}, hostfns.Deps{})
+//	if err != nil { ... }
+//	defer set.Close()
+//	// set.Functions() go to extism.NewCompiledPlugin; set.Provides(ns, name)
+//	// answers the runtime's import check.
+//
+// The runtime puts a Call into the context of every invocation (WithCall) so
+// that host functions can charge fuel and write size-limited logs. Results and
+// the status byte a guest reads are described in docs/HOST_ABI.md.
+package hostfns
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/buddy-run/buddy/hostfns/fs"
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
+	"github.com/buddy-run/buddy/internal/errs"
+)
+
+// Grants is what one skill may touch: the intersection of its manifest and the
+// operator's configuration, computed by the caller. The zero value grants
+// nothing but logging.
+type Grants struct {
+	Read    []string // directories the skill may read (absolute, existing)
+	Write   []string // directories the skill may write
+	Domains []string // network allowlist (hostfns/http.Policy.Domains)
+	Env     []string // environment variable names the skill may read
+	// Namespace is the skill's key-value and memory namespace; "" = no access.
+	Namespace string
+
+	MaxReadBytes  int64         // 0 = hostfns/fs default
+	MaxWriteBytes int64         // 0 = hostfns/fs default
+	MaxFetchBytes int64         // 0 = hostfns/http default
+	FetchTimeout  time.Duration // 0 = hostfns/http default
+}
+
+// Empty reports whether g grants nothing but logging.
+func (g Grants) Empty() bool {
+	return len(g.Read) == 0 && len(g.Write) == 0 && len(g.Domains) == 0 && len(g.Env) == 0 && g.Namespace == ""
+}
+
+// Deps are the implementations host functions need, handed in by cmd/.
+type Deps struct {
+	KV       KV
+	Memories Memories
+	// Getenv reads the host environment; nil = os.LookupEnv.
+	Getenv func(string) (string, bool)
+	// HTTPOptions configure the fetcher (a resolver or TLS roots for tests).
+	Resolver  buddyhttp.Resolver
+	TLSConfig *tls.Config
+}
+
+// Call is the per-invocation state the runtime puts in the context: host
+// functions charge fuel for the work they do and log through it.
+type Call interface {
+	// Charge adds host work to the call's fuel; it panics with the runtime's
+	// fuel error when the budget is gone.
+	Charge(units int64)
+	// Log records a guest log line (size and rate limited by the runtime).
+	Log(level int32, msg string)
+	// Allocated tells the runtime that a host function allocated a kernel
+	// block (it tracks which blocks the guest may write).
+	Allocated(ptr, size uint64)
+}
+
+type callKey struct{}
+
+// WithCall returns ctx carrying c for the host functions of one invocation.
+func WithCall(ctx context.Context, c Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+func callFrom(ctx context.Context) Call {
+	if c, ok := ctx.Value(callKey{}).(Call); ok {
+		return c
+	}
+	return nopCall{}
+}
+
+type nopCall struct{}
+
+func (nopCall) Charge(int64)             {}
+func (nopCall) Log(int32, string)        {}
+func (nopCall) Allocated(uint64, uint64) {}
+
+// Argument caps: what a host function reads from guest memory before it even
+// looks at the value. Larger values get too_large without being copied.
+const (
+	maxPathBytes   = 4096
+	maxURLBytes    = 8192
+	maxNameBytes   = 256
+	maxKeyBytes    = 1024
+	maxValueBytes  = 1 << 20
+	maxReqBytes    = 64 << 10
+	maxLogBytes    = 4096
+	hostCallCost   = 100 // fuel charged per host call on top of the guest's call
+	hostByteShift  = 6   // and one unit per 64 bytes moved
+	maxRecallLimit = 100
+
+	defaultMaxWriteBytes = 10 << 20 // hostfns/fs's default
+)
+
+// Set is the linked host functions of one skill, ready for extism.
+type Set struct {
+	funcs []extism.HostFunction
+	read  *fs.Roots
+	write *fs.Roots
+	fetch *buddyhttp.Fetcher
+	// maxWrite caps the data argument of fs_write before it is copied.
+	maxWrite int64
+}
+
+// Link builds the host functions the grants allow. Directories are opened here,
+// once, as os.Roots; a missing directory or a bad domain is an errs.ErrConfig
+// error. Close the Set when the skill is unloaded.
+func Link(g Grants, d Deps) (_ *Set, err error) {
+	s := &Set{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	s.add(FnLog, hostLog, []api.ValueType{api.ValueTypeI32, extism.ValueTypePTR}, nil)
+	if len(g.Read) > 0 {
+		if s.read, err = fs.Open(g.Read, fs.Options{MaxReadBytes: g.MaxReadBytes}); err != nil {
+			return nil, fmt.Errorf("read grant: %w", err)
+		}
+		s.add(FnFSRead, s.fsRead, ptrs(1), ptrs(1))
+	}
+	if len(g.Write) > 0 {
+		if s.write, err = fs.Open(g.Write, fs.Options{MaxWriteBytes: g.MaxWriteBytes}); err != nil {
+			return nil, fmt.Errorf("write grant: %w", err)
+		}
+		s.maxWrite = g.MaxWriteBytes
+		if s.maxWrite <= 0 {
+			s.maxWrite = defaultMaxWriteBytes
+		}
+		s.add(FnFSWrite, s.fsWrite, ptrs(2), ptrs(1))
+	}
+	if len(g.Domains) > 0 {
+		var opts []buddyhttp.Option
+		if d.Resolver != nil {
+			opts = append(opts, buddyhttp.WithResolver(d.Resolver))
+		}
+		if d.TLSConfig != nil {
+			opts = append(opts, buddyhttp.WithTLSConfig(d.TLSConfig))
+		}
+		s.fetch, err = buddyhttp.New(buddyhttp.Policy{
+			Domains: g.Domains, MaxBodyBytes: g.MaxFetchBytes, Timeout: g.FetchTimeout,
+		}, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("network grant: %w", err)
+		}
+		s.add(FnHTTPGet, s.httpGet, ptrs(1), ptrs(1))
+	}
+	if len(g.Env) > 0 {
+		getenv := d.Getenv
+		if getenv == nil {
+			getenv = os.LookupEnv
+		}
+		allowed := slices.Clone(g.Env)
+		s.add(FnEnvGet, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			name, ok := readArg(ctx, p, FnEnvGet, stack[0], maxNameBytes, stack)
+			if !ok {
+				return
+			}
+			if !slices.Contains(allowed, string(name)) {
+				fail(ctx, p, stack, errs.New(errs.ErrForbidden, fmt.Sprintf("environment variable %q is not granted", name)))
+				return
+			}
+			v, found := getenv(string(name))
+			if !found {
+				fail(ctx, p, stack, errs.New(errs.ErrNotFound, fmt.Sprintf("environment variable %q is not set", name)))
+				return
+			}
+			succeed(ctx, p, stack, []byte(v))
+		}, ptrs(1), ptrs(1))
+	}
+	if g.Namespace != "" {
+		if d.KV == nil || d.Memories == nil {
+			return nil, errs.New(errs.ErrConfig, "memory grant without a store")
+		}
+		ns := g.Namespace
+		kv := d.KV
+		s.add(FnKVGet, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			key, ok := readArg(ctx, p, FnKVGet, stack[0], maxKeyBytes, stack)
+			if !ok {
+				return
+			}
+			v, err := kv.KVGet(ctx, ns, string(key))
+			finish(ctx, p, stack, v, err)
+		}, ptrs(1), ptrs(1))
+		s.add(FnKVSet, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			key, ok := readArg(ctx, p, FnKVSet, stack[0], maxKeyBytes, stack)
+			if !ok {
+				return
+			}
+			val, ok := readArg(ctx, p, FnKVSet, stack[1], maxValueBytes, stack)
+			if !ok {
+				return
+			}
+			finish(ctx, p, stack, nil, kv.KVSet(ctx, ns, string(key), val))
+		}, ptrs(2), ptrs(1))
+		s.add(FnKVDelete, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			key, ok := readArg(ctx, p, FnKVDelete, stack[0], maxKeyBytes, stack)
+			if !ok {
+				return
+			}
+			finish(ctx, p, stack, nil, kv.KVDelete(ctx, ns, string(key)))
+		}, ptrs(1), ptrs(1))
+		mem := d.Memories
+		s.add(FnMemRemember, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			var req struct {
+				Text string   `json:"text"`
+				Tags []string `json:"tags"`
+			}
+			if !readJSON(ctx, p, FnMemRemember, stack, &req) {
+				return
+			}
+			id, err := mem.Remember(ctx, ns, req.Text, req.Tags)
+			if err != nil {
+				finish(ctx, p, stack, nil, err)
+				return
+			}
+			out, _ := json.Marshal(map[string]int64{"id": id})
+			succeed(ctx, p, stack, out)
+		}, ptrs(1), ptrs(1))
+		s.add(FnMemRecall, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			var req struct {
+				Query string `json:"query"`
+				Limit int    `json:"limit"`
+			}
+			if !readJSON(ctx, p, FnMemRecall, stack, &req) {
+				return
+			}
+			if req.Limit < 0 || req.Limit > maxRecallLimit {
+				fail(ctx, p, stack, errs.New(errs.ErrInvalidInput, fmt.Sprintf("limit must be between 0 and %d", maxRecallLimit)))
+				return
+			}
+			ms, err := mem.Recall(ctx, ns, req.Query, req.Limit)
+			if err != nil {
+				finish(ctx, p, stack, nil, err)
+				return
+			}
+			if ms == nil {
+				ms = []Memory{}
+			}
+			for i := range ms {
+				if ms[i].Tags == nil {
+					ms[i].Tags = []string{}
+				}
+			}
+			out, err := json.Marshal(map[string][]Memory{"memories": ms})
+			finish(ctx, p, stack, out, err)
+		}, ptrs(1), ptrs(1))
+	}
+	return s, nil
+}
+
+// Functions returns the host functions to link.
+func (s *Set) Functions() []extism.HostFunction { return s.funcs }
+
+// Provides returns the signature of the linked function namespace.name.
+func (s *Set) Provides(namespace, name string) (params, results []api.ValueType, ok bool) {
+	for _, f := range s.funcs {
+		if f.Namespace == namespace && f.Name == name {
+			return f.Params, f.Returns, true
+		}
+	}
+	return nil, nil, false
+}
+
+// ReadDirs and WriteDirs are the canonical directories in force.
+func (s *Set) ReadDirs() []string  { return s.read.Dirs() }
+func (s *Set) WriteDirs() []string { return s.write.Dirs() }
+
+// Close releases the opened directories.
+func (s *Set) Close() error {
+	var err error
+	if s.read != nil {
+		err = errors.Join(err, s.read.Close())
+		s.read = nil
+	}
+	if s.write != nil {
+		err = errors.Join(err, s.write.Close())
+		s.write = nil
+	}
+	return err
+}
+
+func (s *Set) add(name string, fn extism.HostFunctionStackCallback, params, results []api.ValueType) {
+	f := extism.NewHostFunctionWithStack(name, fn, params, results)
+	f.SetNamespace(Namespace)
+	s.funcs = append(s.funcs, f)
+}
+
+func ptrs(n int) []api.ValueType {
+	out := make([]api.ValueType, n)
+	for i := range out {
+		out[i] = extism.ValueTypePTR
+	}
+	return out
+}
+
+func (s *Set) fsRead(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+	path, ok := readArg(ctx, p, FnFSRead, stack[0], maxPathBytes, stack)
+	if !ok {
+		return
+	}
+	data, err := s.read.Read(ctx, string(path))
+	finish(ctx, p, stack, data, err)
+}
+
+func (s *Set) fsWrite(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+	path, ok := readArg(ctx, p, FnFSWrite, stack[0], maxPathBytes, stack)
+	if !ok {
+		return
+	}
+	data, ok := readArg(ctx, p, FnFSWrite, stack[1], s.maxWrite, stack)
+	if !ok {
+		return
+	}
+	n, err := s.write.Write(ctx, string(path), data)
+	if err != nil {
+		finish(ctx, p, stack, nil, err)
+		return
+	}
+	succeed(ctx, p, stack, binary.LittleEndian.AppendUint64(nil, uint64(n)))
+}
+
+func (s *Set) httpGet(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+	url, ok := readArg(ctx, p, FnHTTPGet, stack[0], maxURLBytes, stack)
+	if !ok {
+		return
+	}
+	resp, err := s.fetch.Get(ctx, string(url))
+	if err != nil {
+		finish(ctx, p, stack, nil, err)
+		return
+	}
+	hdr, _ := json.Marshal(resp.Headers)
+	out := make([]byte, 0, 6+len(hdr)+len(resp.Body))
+	out = binary.LittleEndian.AppendUint16(out, uint16(resp.Status))
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(hdr)))
+	out = append(out, hdr...)
+	out = append(out, resp.Body...)
+	succeed(ctx, p, stack, out)
+}
+
+func hostLog(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+	level := int32(api.DecodeI32(stack[0]))
+	c := callFrom(ctx)
+	n, err := p.LengthWithContext(ctx, stack[1])
+	if err != nil {
+		panic(err)
+	}
+	c.Charge(hostCallCost + int64(n>>hostByteShift))
+	if n > maxLogBytes {
+		n = maxLogBytes
+	}
+	msg, ok := p.Memory().Read(uint32(stack[1]), uint32(n))
+	if !ok || stack[1] > uint64(p.Memory().Size()) {
+		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: pointer %#x is outside kernel memory", FnLog, stack[1])))
+	}
+	c.Log(level, string(msg))
+}
+
+// readArg reads the kernel block at off, at most max bytes. A bad pointer ends
+// the call (the guest broke the memory contract); an oversized block gets a
+// too_large result the guest can handle, and false.
+func readArg(ctx context.Context, p *extism.CurrentPlugin, fn string, off uint64, max int64, stack []uint64) ([]byte, bool) {
+	c := callFrom(ctx)
+	c.Charge(hostCallCost)
+	if err := ctx.Err(); err != nil {
+		panic(err)
+	}
+	if off == 0 {
+		return []byte{}, true // the kernel's answer to alloc(0): an empty argument
+	}
+	size := uint64(p.Memory().Size())
+	if off >= size {
+		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: pointer %#x is not a kernel memory block", fn, off)))
+	}
+	n, err := p.LengthWithContext(ctx, off)
+	if err != nil {
+		panic(err)
+	}
+	if n == 0 {
+		// The kernel answers 0 for offsets that do not start a block; a real empty
+		// argument reads as empty too, which every function refuses as invalid.
+		return []byte{}, true
+	}
+	if int64(n) > max {
+		fail(ctx, p, stack, errs.New(errs.ErrTooLarge, fmt.Sprintf("%s: argument of %d bytes is over the %d-byte cap", fn, n, max)))
+		return nil, false
+	}
+	b, ok := p.Memory().Read(uint32(off), uint32(n))
+	if !ok {
+		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: block %#x+%d is outside kernel memory", fn, off, n)))
+	}
+	c.Charge(int64(n >> hostByteShift))
+	return slices.Clone(b), true
+}
+
+func readJSON(ctx context.Context, p *extism.CurrentPlugin, fn string, stack []uint64, v any) bool {
+	raw, ok := readArg(ctx, p, fn, stack[0], maxReqBytes, stack)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		fail(ctx, p, stack, errs.New(errs.ErrInvalidInput, fmt.Sprintf("%s: request is not valid JSON: %v", fn, err)))
+		return false
+	}
+	return true
+}
+
+// finish answers with data on success and with the error's status otherwise.
+func finish(ctx context.Context, p *extism.CurrentPlugin, stack []uint64, data []byte, err error) {
+	if err != nil {
+		fail(ctx, p, stack, err)
+		return
+	}
+	succeed(ctx, p, stack, data)
+}
+
+func succeed(ctx context.Context, p *extism.CurrentPlugin, stack []uint64, data []byte) {
+	stack[0] = writeResult(ctx, p, errs.StatusOK, data)
+}
+
+// fail hands the guest an error status and message. If the call's deadline has
+// passed meanwhile, the call ends with it instead: a guest must not be able to
+// keep running past its deadline by retrying.
+func fail(ctx context.Context, p *extism.CurrentPlugin, stack []uint64, err error) {
+	if cerr := ctx.Err(); cerr != nil {
+		panic(cerr)
+	}
+	if errors.Is(err, errs.ErrFuelExhausted) || errors.Is(err, errs.ErrTimeout) || errors.Is(err, errs.ErrCanceled) {
+		panic(err)
+	}
+	stack[0] = writeResult(ctx, p, errs.StatusOf(err), []byte(err.Error()))
+}
+
+// writeResult allocates a kernel block for status+payload. An allocation the
+// kernel refuses ends the call with a memory-limit error (go-sdk's WriteBytes
+// would write at offset 0 and corrupt the kernel).
+func writeResult(ctx context.Context, p *extism.CurrentPlugin, st errs.Status, payload []byte) uint64 {
+	c := callFrom(ctx)
+	c.Charge(int64(len(payload) >> hostByteShift))
+	n := uint64(len(payload)) + 1
+	ptr, err := p.AllocWithContext(ctx, n)
+	if err != nil {
+		panic(err)
+	}
+	if ptr == 0 {
+		panic(errs.New(errs.ErrMemoryLimit, fmt.Sprintf("kernel memory cannot hold a %d-byte result", n)))
+	}
+	c.Allocated(ptr, n)
+	mem := p.Memory()
+	if !mem.WriteByte(uint32(ptr), byte(st)) || !mem.Write(uint32(ptr)+1, payload) {
+		panic(errs.New(errs.ErrMemoryLimit, fmt.Sprintf("kernel block %#x+%d is outside memory", ptr, n)))
+	}
+	return ptr
+}

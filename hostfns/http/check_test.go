@@ -1,0 +1,440 @@
+package http
+
+import (
+	"errors"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/buddy-run/buddy/internal/errs"
+)
+
+// hostilePolicy is the allowlist of the hostile-URL table and the fuzz target.
+var hostilePolicy = Policy{Domains: []string{
+	"example.com",
+	"*.example.org",
+	"api.example.net:8443",
+	"93.184.216.34",
+	"2606:2800:21f:cb07:6820:80da:af6b:8b2c",
+}}
+
+// hostileURLs must all be refused by hostilePolicy, with the kind given.
+var hostileURLs = []struct {
+	url  string
+	kind error
+}{
+	// Hosts not on the list, and suffix tricks.
+	{"http://evil.test/", errs.ErrForbidden},
+	{"HTTP://EVIL.TEST/", errs.ErrForbidden},
+	{"http://example.com.evil.test/", errs.ErrForbidden},
+	{"http://evilexample.com/", errs.ErrForbidden},
+	{"http://example.comevil.test/", errs.ErrForbidden},
+	{"http://example.com%2eevil.test/", errs.ErrInvalidInput},
+	{"http://example.com%00.evil.test/", errs.ErrInvalidInput},
+	{"http://evil.test#@example.com/", errs.ErrForbidden},
+	{"http://evil.test?@example.com/", errs.ErrForbidden},
+	{"http://evil.test\\@example.com/", errs.ErrInvalidInput},
+	{"http://evil.test/.example.com", errs.ErrForbidden},
+	{"http://localhost/", errs.ErrForbidden},
+	{"http://LOCALHOST./", errs.ErrForbidden},
+	{"http://example.com../", errs.ErrInvalidInput},
+	{"http://exa mple.com/", errs.ErrInvalidInput},
+	{"http://*.example.org/", errs.ErrInvalidInput},
+	{"http://bücher.example.org/", errs.ErrForbidden},
+	{"http://xn--bcher-kva.example.com/", errs.ErrForbidden},
+	// A wildcard covers subdomains only.
+	{"http://example.org/", errs.ErrForbidden},
+	{"http://xexample.org/", errs.ErrForbidden},
+	{"http://example.org.evil.test/", errs.ErrForbidden},
+	{"http://www.example.com/", errs.ErrForbidden},
+	// Userinfo, in every shape.
+	{"http://example.com@evil.test/", errs.ErrForbidden},
+	{"http://user@example.com/", errs.ErrForbidden},
+	{"http://user:pass@example.com/", errs.ErrForbidden},
+	{"http://:@example.com/", errs.ErrForbidden},
+	{"http://@example.com/", errs.ErrForbidden},
+	{"http://127.0.0.1:80@example.com/", errs.ErrForbidden},
+	// IP literals in every spelling (none of these addresses is listed).
+	{"http://127.0.0.1/", errs.ErrForbidden},
+	{"http://2130706433/", errs.ErrForbidden},
+	{"http://0177.0.0.1/", errs.ErrForbidden},
+	{"http://0x7f.0.0.1/", errs.ErrForbidden},
+	{"http://0x7f000001/", errs.ErrForbidden},
+	{"http://0X7F.1/", errs.ErrForbidden},
+	{"http://127.1/", errs.ErrForbidden},
+	{"http://127.0.1/", errs.ErrForbidden},
+	{"http://127.0.0.1./", errs.ErrForbidden},
+	{"http://0/", errs.ErrForbidden},
+	{"http://0.0.0.0/", errs.ErrForbidden},
+	{"http://[::1]/", errs.ErrForbidden},
+	{"http://[::1]:80/", errs.ErrForbidden},
+	{"http://[0:0:0:0:0:0:0:1]/", errs.ErrForbidden},
+	{"http://[::]/", errs.ErrForbidden},
+	{"http://[::ffff:127.0.0.1]/", errs.ErrForbidden},
+	{"http://[::ffff:7f00:1]/", errs.ErrForbidden},
+	{"http://[0:0:0:0:0:ffff:127.0.0.1]/", errs.ErrForbidden},
+	{"http://[::127.0.0.1]/", errs.ErrForbidden},
+	{"http://[fe80::1%25eth0]/", errs.ErrForbidden},
+	{"http://[fe80::1]/", errs.ErrForbidden},
+	{"http://[fc00::1]/", errs.ErrForbidden},
+	{"http://[2002:7f00:1::]/", errs.ErrForbidden},
+	{"http://[64:ff9b::a00:1]/", errs.ErrForbidden},
+	{"http://[127.0.0.1]/", errs.ErrInvalidInput},
+	{"http://10.0.0.1/", errs.ErrForbidden},
+	{"http://012.0.0.1/", errs.ErrForbidden},
+	{"http://172.16.0.1/", errs.ErrForbidden},
+	{"http://192.168.1.1/", errs.ErrForbidden},
+	{"http://3232235777/", errs.ErrForbidden},
+	{"http://100.64.0.1/", errs.ErrForbidden},
+	{"http://198.18.0.1/", errs.ErrForbidden},
+	{"http://192.0.2.1/", errs.ErrForbidden},
+	{"http://224.0.0.1/", errs.ErrForbidden},
+	{"http://255.255.255.255/", errs.ErrForbidden},
+	{"http://1.1.1.1/", errs.ErrForbidden},
+	{"http://1.2.3.4.5/", errs.ErrInvalidInput},
+	{"http://example.256/", errs.ErrInvalidInput},
+	{"http://0x100000000/", errs.ErrInvalidInput},
+	{"http://%31%32%37.0.0.1/", errs.ErrInvalidInput},
+	// Cloud metadata endpoints.
+	{"http://169.254.169.254/latest/meta-data/", errs.ErrForbidden},
+	{"http://0xa9fea9fe/", errs.ErrForbidden},
+	{"http://[::ffff:169.254.169.254]/", errs.ErrForbidden},
+	{"http://[::ffff:a9fe:a9fe]/", errs.ErrForbidden},
+	{"http://[fd00:ec2::254]/", errs.ErrForbidden},
+	{"http://[64:ff9b::a9fe:a9fe]/", errs.ErrForbidden},
+	{"http://100.100.100.200/", errs.ErrForbidden},
+	// Schemes and URL shapes.
+	{"file:///etc/passwd", errs.ErrForbidden},
+	{"ftp://example.com/", errs.ErrForbidden},
+	{"gopher://example.com/", errs.ErrForbidden},
+	{"javascript:alert(1)", errs.ErrForbidden},
+	{"data:text/plain,hello", errs.ErrForbidden},
+	{"ws://example.com/", errs.ErrForbidden},
+	{"//example.com/", errs.ErrForbidden},
+	{"example.com/path", errs.ErrForbidden},
+	{"http:example.com", errs.ErrForbidden},
+	{"", errs.ErrForbidden},
+	{"http:///path", errs.ErrInvalidInput},
+	{"http://", errs.ErrInvalidInput},
+	{"http://:80/", errs.ErrInvalidInput},
+	{"http://example.com\t/", errs.ErrInvalidInput},
+	{"http://[::1/", errs.ErrInvalidInput},
+	{"http://" + strings.Repeat("a", MaxURLBytes), errs.ErrInvalidInput},
+	// Ports.
+	{"https://api.example.net/", errs.ErrForbidden},
+	{"http://api.example.net/", errs.ErrForbidden},
+	{"https://api.example.net:9443/", errs.ErrForbidden},
+	{"http://example.com:99999/", errs.ErrInvalidInput},
+	{"http://example.com:0/", errs.ErrInvalidInput},
+	{"https://example.com:443.evil.test/", errs.ErrInvalidInput},
+}
+
+func TestCheckRefusesHostileURLs(t *testing.T) {
+	f := newFetcher(t, hostilePolicy)
+	if len(hostileURLs) < 40 {
+		t.Fatalf("only %d hostile URLs", len(hostileURLs))
+	}
+	for _, tc := range hostileURLs {
+		t.Run(tc.url, func(t *testing.T) {
+			u, err := f.Check(tc.url)
+			if err == nil {
+				t.Fatalf("Check(%q) = %s, want refusal", tc.url, u)
+			}
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("Check(%q) = %v, want kind %v", tc.url, err, tc.kind)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Reason == "" {
+				t.Fatalf("Check(%q) = %#v, want an *Error with a reason", tc.url, err)
+			}
+			if len(err.Error()) > 2*maxDisplay+200 {
+				t.Errorf("error message is %d bytes long", len(err.Error()))
+			}
+			// Get must refuse it the same way, before any I/O.
+			if _, gerr := f.Get(t.Context(), tc.url); !errors.Is(gerr, tc.kind) {
+				t.Errorf("Get(%q) = %v, want kind %v", tc.url, gerr, tc.kind)
+			}
+		})
+	}
+}
+
+func TestCheckErrorMessages(t *testing.T) {
+	f := newFetcher(t, Policy{Domains: []string{"example.com", "api.example.net:8443"}})
+	tests := []struct {
+		url, want string
+	}{
+		{"http://10.0.0.1/", "forbidden: http://10.0.0.1/: address 10.0.0.1 is private"},
+		{"http://0x7f.1/x", "forbidden: http://0x7f.1/x: address 127.0.0.1 is loopback"},
+		{"http://169.254.169.254/", "forbidden: http://169.254.169.254/: address 169.254.169.254 is a cloud metadata endpoint"},
+		{"http://1.1.1.1/", "forbidden: http://1.1.1.1/: IP literal 1.1.1.1 is not in the allowlist"},
+		{"http://evil.test/", "forbidden: http://evil.test/: host evil.test is not in the allowlist"},
+		{"https://api.example.net/", "forbidden: https://api.example.net/: port 443 of host api.example.net is not in the allowlist"},
+		{"http://u:secret@example.com/", "forbidden: http://u:xxxxx@example.com/: userinfo (user:password@) is not allowed"},
+		{"gopher://example.com/", `forbidden: gopher://example.com/: scheme "gopher" is not allowed; only http and https`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			_, err := f.Check(tc.url)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("Check(%q) error = %v\nwant %s", tc.url, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckAccepts(t *testing.T) {
+	f := newFetcher(t, hostilePolicy)
+	tests := []struct {
+		in, want string
+	}{
+		{"http://example.com/", "http://example.com/"},
+		{"HTTP://Example.COM./a/b?q=1#frag", "http://example.com/a/b?q=1"},
+		{"https://example.com:443/", "https://example.com:443/"},
+		{"http://example.com:080/", "http://example.com:80/"},
+		{"http://example.com:/", "http://example.com/"},
+		{"http://a.example.org/", "http://a.example.org/"},
+		{"http://a.b.c.example.org/x", "http://a.b.c.example.org/x"},
+		{"https://api.example.net:8443/v1", "https://api.example.net:8443/v1"},
+		{"http://api.example.net:8443/v1", "http://api.example.net:8443/v1"},
+		{"http://93.184.216.34/", "http://93.184.216.34/"},
+		{"http://0x5d.0xb8.0xd8.0x22/", "http://93.184.216.34/"},
+		{"http://1572395042/", "http://93.184.216.34/"},
+		{"http://[::ffff:5db8:d822]:8080/", "http://93.184.216.34:8080/"},
+		{"http://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/", "http://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/"},
+		{"http://[2606:2800:021f:cb07:6820:80da:af6b:8b2c]/", "http://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			u, err := f.Check(tc.in)
+			if err != nil {
+				t.Fatalf("Check(%q): %v", tc.in, err)
+			}
+			if u.String() != tc.want {
+				t.Fatalf("Check(%q) = %s, want %s", tc.in, u, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewValidatesEntries(t *testing.T) {
+	bad := []string{
+		"", " example.com", "example.com\n", "http://example.com", "https:example.com", "example.com/",
+		"example.com/path", "example.com?q", "user@example.com", "exämple.com", "*", "*.", "*.com",
+		"*.co.uk", "*.github.io", "a.*.example.com", "*example.com", "**.example.com", "example.*",
+		"example..com", ".example.com", "example.com..", "example.com:", "example.com:0",
+		"example.com:99999", "example.com:http", "example.com:80:80", "0177.0.0.1", "2130706433",
+		"127.1", "0x7f.0.0.1", "example.123", "fe80::1%eth0", "[fe80::1%25eth0]", "0.0.0.0", "::",
+		"[::1", "[127.0.0.1]:80", "[::1]x", "exa_mple!.com", strings.Repeat("a", 64) + ".com",
+	}
+	for _, s := range bad {
+		t.Run(s, func(t *testing.T) {
+			_, err := New(Policy{Domains: []string{"ok.example", s}})
+			if !errors.Is(err, errs.ErrConfig) {
+				t.Fatalf("New(%q) = %v, want a config error", s, err)
+			}
+			if !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("error %q does not name the entry %q", err, s)
+			}
+		})
+	}
+
+	good := []struct {
+		in   string
+		want entry
+	}{
+		{"Example.COM.", entry{name: "example.com"}},
+		{"*.test", entry{name: "test", wildcard: true}},
+		{"*.Example.com:8443", entry{name: "example.com", wildcard: true, port: 8443}},
+		{"*.home.arpa", entry{name: "home.arpa", wildcard: true}},
+		{"localhost", entry{name: "localhost"}},
+		{"xn--bcher-kva.example", entry{name: "xn--bcher-kva.example"}},
+		{"127.0.0.1", entry{ip: netip.MustParseAddr("127.0.0.1")}},
+		{"127.0.0.1:8080", entry{ip: netip.MustParseAddr("127.0.0.1"), port: 8080}},
+		{"::1", entry{ip: netip.MustParseAddr("::1")}},
+		{"[::1]", entry{ip: netip.MustParseAddr("::1")}},
+		{"[::1]:8080", entry{ip: netip.MustParseAddr("::1"), port: 8080}},
+		{"::ffff:127.0.0.1", entry{ip: netip.MustParseAddr("127.0.0.1")}},
+		{"2001:DB8:0::1", entry{ip: netip.MustParseAddr("2001:db8::1")}},
+	}
+	for _, tc := range good {
+		t.Run(tc.in, func(t *testing.T) {
+			e, err := parseEntry(tc.in)
+			if err != nil {
+				t.Fatalf("parseEntry(%q): %v", tc.in, err)
+			}
+			tc.want.raw = tc.in
+			if e != tc.want {
+				t.Fatalf("parseEntry(%q) = %+v, want %+v", tc.in, e, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewReportsEveryBadEntryAndLimit(t *testing.T) {
+	_, err := New(Policy{Domains: []string{"http://a.example", "ok.example", "*.com"}, MaxBodyBytes: -1, Timeout: -1, MaxRedirects: -2})
+	if !errors.Is(err, errs.ErrConfig) {
+		t.Fatalf("New = %v, want a config error", err)
+	}
+	for _, want := range []string{`"http://a.example"`, `"*.com"`, "body cap", "timeout", "redirect limit"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "ok.example") {
+		t.Errorf("error %q names a good entry", err)
+	}
+}
+
+func TestParseIPv4(t *testing.T) {
+	tests := []struct {
+		in, want string // want "" = invalid
+	}{
+		{"127.0.0.1", "127.0.0.1"},
+		{"2130706433", "127.0.0.1"},
+		{"0177.0.0.1", "127.0.0.1"},
+		{"0x7f.0.0.1", "127.0.0.1"},
+		{"0x7f.1", "127.0.0.1"},
+		{"127.1", "127.0.0.1"},
+		{"127.0.1", "127.0.0.1"},
+		{"0x7F000001", "127.0.0.1"},
+		{"017700000001", "127.0.0.1"},
+		{"0", "0.0.0.0"},
+		{"0x", "0.0.0.0"},
+		{"00", "0.0.0.0"},
+		{"4294967295", "255.255.255.255"},
+		{"4294967296", ""},
+		{"256.0.0.1", ""},
+		{"1.256.1", ""},
+		{"1.65536", "1.1.0.0"},
+		{"1.16777216", ""},
+		{"1.2.65536", ""},
+		{"1.2.3.4.5", ""},
+		{"08.0.0.1", ""},
+		{"0x1g.0.0.1", ""},
+		{"1..1", ""},
+		{"99999999999999999999999", ""},
+	}
+	for _, tc := range tests {
+		got, err := parseIPv4(tc.in)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("parseIPv4(%q) = %s, want an error", tc.in, got)
+		case tc.want != "" && (err != nil || got.String() != tc.want):
+			t.Errorf("parseIPv4(%q) = %s, %v, want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestSpecialReason(t *testing.T) {
+	special := []string{
+		"0.0.0.0", "0.1.2.3", "10.1.2.3", "100.64.0.1", "100.127.255.255", "127.0.0.1", "127.255.0.1",
+		"169.254.169.254", "169.254.0.1", "172.16.0.1", "172.31.255.255", "192.0.0.8", "192.0.2.1",
+		"192.88.99.1", "192.168.0.1", "198.18.0.1", "198.19.255.255", "198.51.100.1", "203.0.113.1",
+		"224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
+		"::", "::1", "::127.0.0.1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:0:a00:1",
+		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::1", "100::1", "2001:2::1", "2001:db8::1",
+		"2001:20::1", "3fff::1", "fc00::1", "fd00:ec2::254", "fe80::1", "fe80::1%eth0", "fec0::1",
+		"ff02::1", "2002:7f00:1::", "2002:a00:1::", "2001:0:4136:e378:8000:63bf:f5ff:fffe",
+		"2001:0:7f00:1::1", "1::1", "4000::1",
+	}
+	for _, s := range special {
+		if specialReason(netip.MustParseAddr(s)) == "" {
+			t.Errorf("specialReason(%s) = \"\", want a reason", s)
+		}
+	}
+	public := []string{
+		"1.1.1.1", "8.8.8.8", "93.184.216.34", "100.63.255.255", "100.128.0.0", "172.32.0.1",
+		"198.20.0.1", "223.255.255.255", "::ffff:8.8.8.8", "2606:4700:4700::1111",
+		"2a00:1450:4001:830::200e", "64:ff9b::808:808", "2002:808:808::1",
+		"2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+	}
+	for _, s := range public {
+		if why := specialReason(netip.MustParseAddr(s)); why != "" {
+			t.Errorf("specialReason(%s) = %q, want \"\"", s, why)
+		}
+	}
+	for _, s := range []string{"169.254.169.254", "::ffff:169.254.169.254", "fd00:ec2::254", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1"} {
+		if !isMetadata(netip.MustParseAddr(s)) {
+			t.Errorf("isMetadata(%s) = false", s)
+		}
+	}
+	if isMetadata(netip.MustParseAddr("169.254.169.253")) {
+		t.Errorf("isMetadata(169.254.169.253) = true")
+	}
+}
+
+// FuzzCheckURL: whatever the input, an accepted URL is http(s), has no userinfo,
+// a lowercase ASCII host that an allowlist entry matches, is not an unlisted IP
+// literal, and checks again to itself.
+func FuzzCheckURL(f *testing.F) {
+	for _, tc := range hostileURLs {
+		f.Add(tc.url)
+	}
+	for _, s := range []string{"http://example.com/", "https://a.example.org/x?y#z", "http://0x5d.0xb8.0xd8.0x22/",
+		"http://[::ffff:5db8:d822]:8443/", "https://api.example.net:8443/", "http://93.184.216.34:1/"} {
+		f.Add(s)
+	}
+	fe, err := New(hostilePolicy)
+	if err != nil {
+		f.Fatal(err)
+	}
+	listed := map[netip.Addr]bool{}
+	for _, d := range hostilePolicy.Domains {
+		if ip, err := netip.ParseAddr(d); err == nil {
+			listed[ip] = true
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := fe.Check(raw)
+		if err != nil {
+			if !errors.Is(err, errs.ErrForbidden) && !errors.Is(err, errs.ErrInvalidInput) {
+				t.Fatalf("Check(%q) = %v: neither forbidden nor invalid input", raw, err)
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Check(%q) = %T, want *Error", raw, err)
+			}
+			return
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			t.Fatalf("Check(%q) accepted scheme %q", raw, u.Scheme)
+		}
+		if u.User != nil || u.Opaque != "" {
+			t.Fatalf("Check(%q) accepted userinfo or an opaque URL: %s", raw, u)
+		}
+		host := u.Hostname()
+		if host != strings.ToLower(host) || strings.HasSuffix(host, ".") {
+			t.Fatalf("Check(%q) host %q is not normalised", raw, host)
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		if ip, err := netip.ParseAddr(host); err == nil {
+			if !listed[ip] || ip.Zone() != "" {
+				t.Fatalf("Check(%q) accepted unlisted IP literal %s", raw, ip)
+			}
+		} else {
+			for i := 0; i < len(host); i++ {
+				if c := host[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+					t.Fatalf("Check(%q) accepted host %q with %q", raw, host, c)
+				}
+			}
+			ok := host == "example.com" ||
+				strings.HasSuffix(host, ".example.org") && len(host) > len(".example.org") ||
+				host == "api.example.net" && port == "8443"
+			if !ok {
+				t.Fatalf("Check(%q) accepted host %q port %s, which no entry allows", raw, host, port)
+			}
+		}
+		again, err := fe.Check(u.String())
+		if err != nil || again.String() != u.String() {
+			t.Fatalf("Check(%q) = %s, which checks to %v, %v", raw, u, again, err)
+		}
+		if _, err := url.Parse(u.String()); err != nil {
+			t.Fatalf("Check(%q) = %s, which does not parse: %v", raw, u, err)
+		}
+	})
+}

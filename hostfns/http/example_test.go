@@ -1,0 +1,70 @@
+package http_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"net/http/httptest"
+
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
+	"github.com/buddy-run/buddy/internal/errs"
+)
+
+func ExampleFetcher_Check() {
+	f, err := buddyhttp.New(buddyhttp.Policy{Domains: []string{"example.com", "*.wikipedia.org"}})
+	if err != nil {
+		panic(err)
+	}
+	for _, u := range []string{
+		"HTTPS://EN.Wikipedia.ORG./wiki/Go#History",
+		"https://wikipedia.org/",
+		"http://0x7f.1/",
+		"http://[::ffff:169.254.169.254]/",
+		"http://user@example.com/",
+		"file:///etc/passwd",
+	} {
+		checked, err := f.Check(u)
+		if err != nil {
+			fmt.Println(errs.KindOf(err), "-", err)
+			continue
+		}
+		fmt.Println("ok -", checked)
+	}
+	// Output:
+	// ok - https://en.wikipedia.org/wiki/Go
+	// forbidden - forbidden: https://wikipedia.org/: host wikipedia.org is not in the allowlist
+	// forbidden - forbidden: http://0x7f.1/: address 127.0.0.1 is loopback
+	// forbidden - forbidden: http://[::ffff:169.254.169.254]/: address 169.254.169.254 is a cloud metadata endpoint
+	// forbidden - forbidden: http://user@example.com/: userinfo (user:password@) is not allowed
+	// forbidden - forbidden: file:///etc/passwd: scheme "file" is not allowed; only http and https
+}
+
+func ExampleFetcher_Get() {
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "hello from a local service")
+	}))
+	defer srv.Close()
+
+	// A local service must be listed explicitly: here by its IP literal.
+	f, err := buddyhttp.New(buddyhttp.Policy{Domains: []string{"127.0.0.1"}, MaxBodyBytes: 1 << 20})
+	if err != nil {
+		panic(err)
+	}
+	defer f.CloseIdleConnections()
+
+	resp, err := f.Get(context.Background(), srv.URL+"/greeting")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.Status, resp.Headers["Content-Type"], string(resp.Body))
+
+	// Anything else on the machine is not.
+	_, err = f.Get(context.Background(), "http://localhost:22/")
+	fmt.Println(errors.Is(err, errs.ErrForbidden))
+	// Output:
+	// 200 text/plain hello from a local service
+	// true
+}
