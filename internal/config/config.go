@@ -1,0 +1,577 @@
+// Package config reads buddy.toml: the operator's grants per skill, limits,
+// storage, server and provider settings. Parsing is strict: every unknown key
+// and invalid value is reported with its key path and line, and nothing is
+// silently skipped (a directory that does not exist is an error).
+//
+//	path, err := config.Find(flagPath)   // --config, $BUDDY_CONFIG, ./buddy.toml, $XDG_CONFIG_HOME/buddy/buddy.toml
+//	cfg, err := config.Load(path)        // path "" = the embedded defaults
+//	sk, ok := cfg.Skills["read_file"]    // absent = the built-in is not registered
+//
+// buddy.example.toml documents every option; docs/CONFIG.md states the rules.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/buddy-run/buddy/internal/domain"
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/tomlx"
+)
+
+// Approval policies (MISSION §4).
+const (
+	ApprovalAlways = "always" // ask on every call
+	ApprovalOnce   = "once"   // ask on the first call per conversation
+	ApprovalTrust  = "trust"  // never ask
+)
+
+// Config is a parsed, validated buddy.toml.
+type Config struct {
+	// Path is the file it came from; "" for the embedded defaults.
+	Path     string
+	Server   Server
+	Provider Provider
+	Storage  Storage
+	Limits   Limits
+	Approval Approval
+	// Skills are the [skills.NAME] sections by name. A built-in is registered
+	// only when its section is present ("memory" enables the four memory
+	// skills); an installed skill without a section runs with no capability.
+	Skills map[string]Skill
+}
+
+// Server is [server]: the chat server (`buddy serve`).
+type Server struct {
+	Listen          string        // host:port; default 127.0.0.1:7700
+	TokenFile       string        // file holding the bearer token; default <data_dir>/token
+	AllowedOrigins  []string      // extra Origins allowed besides the server's own
+	MaxMessageBytes int64         // WebSocket message cap; default 1 MiB
+	WriteTimeout    time.Duration // per WebSocket write; default 10s
+}
+
+// Provider is [provider]: the LLM endpoint. Kind "" means none: the server still
+// runs and clients can invoke skills directly.
+type Provider struct {
+	Kind          string // "", "openai" (any OpenAI-compatible endpoint) or "anthropic"
+	BaseURL       string
+	Model         string
+	APIKeyEnv     string // name of the environment variable holding the key
+	Timeout       time.Duration
+	MaxIterations int
+}
+
+// Storage is [storage].
+type Storage struct {
+	DataDir string // default $XDG_DATA_HOME/buddy
+	Path    string // the database; default <data_dir>/buddy.db
+}
+
+// Limits is [limits]: ceilings for every skill and defaults for the built-ins.
+type Limits struct {
+	MaxFuel       uint64        // a manifest asking for more gets this; default 1e10
+	MaxMemoryMB   int           // default 256
+	MaxTimeout    time.Duration // default 5m
+	MaxConcurrent int           // concurrent skill calls; default 2×CPUs
+	MaxReadBytes  int64         // file reads; default 10 MiB
+	MaxWriteBytes int64         // file writes; default 10 MiB
+	MaxFetchBytes int64         // HTTP bodies after decompression; default 5 MiB
+	FetchTimeout  time.Duration // one deadline per fetch; default 10s
+}
+
+// Approval is [approval].
+type Approval struct {
+	Timeout time.Duration // no answer within it = denied; default 60s
+}
+
+// Skill is one [skills.NAME] section.
+type Skill struct {
+	// AllowedDirectories apply to whatever file access the skill declares:
+	// reads for read_file, writes for write_file, both for a skill declaring both.
+	AllowedDirectories []string
+	ReadDirectories    []string // reads only
+	WriteDirectories   []string // writes only
+	AllowedDomains     []string // network allowlist
+	Env                []string // environment variable names
+	Memory             bool     // its own key-value and memory namespace
+	Approval           string   // "" = the default for its permission level
+	MaxBytes           int64    // overrides the [limits] read/write/fetch cap for this skill
+	Timeout            time.Duration
+	Fuel               uint64 // overrides the manifest's fuel (up to limits.max_fuel)
+}
+
+// Defaults.
+const (
+	DefaultListen          = "127.0.0.1:7700"
+	DefaultMaxMessageBytes = 1 << 20
+	DefaultWriteTimeout    = 10 * time.Second
+	DefaultMaxFuel         = 10_000_000_000
+	DefaultMaxMemoryMB     = 256
+	DefaultMaxTimeout      = 5 * time.Minute
+	DefaultMaxReadBytes    = 10 << 20
+	DefaultMaxWriteBytes   = 10 << 20
+	DefaultMaxFetchBytes   = 5 << 20
+	DefaultFetchTimeout    = 10 * time.Second
+	DefaultApprovalTimeout = 60 * time.Second
+	DefaultProviderTimeout = 2 * time.Minute
+	DefaultMaxIterations   = 10
+)
+
+// file mirrors buddy.toml for strict decoding.
+type file struct {
+	Server *struct {
+		Listen          *string  `toml:"listen"`
+		TokenFile       *string  `toml:"token_file"`
+		AllowedOrigins  []string `toml:"allowed_origins"`
+		MaxMessageBytes *int64   `toml:"max_message_bytes"`
+		WriteTimeout    *string  `toml:"write_timeout"`
+	} `toml:"server"`
+	Provider *struct {
+		Kind          *string `toml:"kind"`
+		BaseURL       *string `toml:"base_url"`
+		Model         *string `toml:"model"`
+		APIKeyEnv     *string `toml:"api_key_env"`
+		Timeout       *string `toml:"timeout"`
+		MaxIterations *int64  `toml:"max_iterations"`
+	} `toml:"provider"`
+	Storage *struct {
+		DataDir *string `toml:"data_dir"`
+		Path    *string `toml:"path"`
+	} `toml:"storage"`
+	Limits *struct {
+		MaxFuel       *int64  `toml:"max_fuel"`
+		MaxMemoryMB   *int64  `toml:"max_memory_mb"`
+		MaxTimeout    *string `toml:"max_timeout"`
+		MaxConcurrent *int64  `toml:"max_concurrent"`
+		MaxReadBytes  *int64  `toml:"max_read_bytes"`
+		MaxWriteBytes *int64  `toml:"max_write_bytes"`
+		MaxFetchBytes *int64  `toml:"max_fetch_bytes"`
+		FetchTimeout  *string `toml:"fetch_timeout"`
+	} `toml:"limits"`
+	Approval *struct {
+		Timeout *string `toml:"timeout"`
+	} `toml:"approval"`
+	Skills map[string]skillFile `toml:"skills"`
+}
+
+type skillFile struct {
+	AllowedDirectories []string `toml:"allowed_directories"`
+	ReadDirectories    []string `toml:"read_directories"`
+	WriteDirectories   []string `toml:"write_directories"`
+	AllowedDomains     []string `toml:"allowed_domains"`
+	Env                []string `toml:"env"`
+	Memory             bool     `toml:"memory"`
+	Approval           *string  `toml:"approval"`
+	MaxBytes           *int64   `toml:"max_bytes"`
+	Timeout            *string  `toml:"timeout"`
+	Fuel               *int64   `toml:"fuel"`
+}
+
+var (
+	skillNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
+// Default returns the configuration used when no buddy.toml exists: storage
+// under the XDG data directory and no skill enabled. (cmd/buddy layers its own
+// starter grants on top.)
+func Default() *Config {
+	c := &Config{Skills: map[string]Skill{}}
+	c.fillDefaults()
+	return c
+}
+
+func (c *Config) fillDefaults() {
+	if c.Server.Listen == "" {
+		c.Server.Listen = DefaultListen
+	}
+	if c.Server.MaxMessageBytes == 0 {
+		c.Server.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.Server.WriteTimeout == 0 {
+		c.Server.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Provider.Timeout == 0 {
+		c.Provider.Timeout = DefaultProviderTimeout
+	}
+	if c.Provider.MaxIterations == 0 {
+		c.Provider.MaxIterations = DefaultMaxIterations
+	}
+	if c.Storage.DataDir == "" {
+		c.Storage.DataDir = defaultDataDir()
+	}
+	if c.Storage.Path == "" {
+		c.Storage.Path = filepath.Join(c.Storage.DataDir, "buddy.db")
+	}
+	if c.Server.TokenFile == "" {
+		c.Server.TokenFile = filepath.Join(c.Storage.DataDir, "token")
+	}
+	l := &c.Limits
+	if l.MaxFuel == 0 {
+		l.MaxFuel = DefaultMaxFuel
+	}
+	if l.MaxMemoryMB == 0 {
+		l.MaxMemoryMB = DefaultMaxMemoryMB
+	}
+	if l.MaxTimeout == 0 {
+		l.MaxTimeout = DefaultMaxTimeout
+	}
+	if l.MaxConcurrent == 0 {
+		l.MaxConcurrent = 2 * goruntime.GOMAXPROCS(0)
+	}
+	if l.MaxReadBytes == 0 {
+		l.MaxReadBytes = DefaultMaxReadBytes
+	}
+	if l.MaxWriteBytes == 0 {
+		l.MaxWriteBytes = DefaultMaxWriteBytes
+	}
+	if l.MaxFetchBytes == 0 {
+		l.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if l.FetchTimeout == 0 {
+		l.FetchTimeout = DefaultFetchTimeout
+	}
+	if c.Approval.Timeout == 0 {
+		c.Approval.Timeout = DefaultApprovalTimeout
+	}
+	if c.Skills == nil {
+		c.Skills = map[string]Skill{}
+	}
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "buddy")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "buddy")
+	}
+	return filepath.Join(os.TempDir(), "buddy")
+}
+
+// Find returns the configuration file to use: flagPath if set, else
+// $BUDDY_CONFIG, else ./buddy.toml, else $XDG_CONFIG_HOME/buddy/buddy.toml
+// (~/.config when unset). It returns "" when none of the implicit places has a
+// file (the embedded defaults apply); an explicit path that does not exist is
+// an error.
+func Find(flagPath string) (string, error) {
+	for _, explicit := range []struct{ path, from string }{{flagPath, "--config"}, {os.Getenv("BUDDY_CONFIG"), "$BUDDY_CONFIG"}} {
+		if explicit.path == "" {
+			continue
+		}
+		fi, err := os.Stat(explicit.path)
+		if err != nil {
+			return "", errs.Wrap(errs.ErrConfig, fmt.Sprintf("%s names %s", explicit.from, explicit.path), err)
+		}
+		if fi.IsDir() {
+			return "", errs.New(errs.ErrConfig, fmt.Sprintf("%s names %s, a directory", explicit.from, explicit.path))
+		}
+		return explicit.path, nil
+	}
+	candidates := []string{"buddy.toml"}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(xdg) {
+		if h, err := os.UserHomeDir(); err == nil {
+			xdg = filepath.Join(h, ".config")
+		}
+	}
+	if xdg != "" {
+		candidates = append(candidates, filepath.Join(xdg, "buddy", "buddy.toml"))
+	}
+	for _, p := range candidates {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	return "", nil
+}
+
+// Load reads and validates a configuration file; path "" gives Default().
+func Load(path string) (*Config, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, "reading "+path, err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+// Parse validates a buddy.toml document. Errors wrap errs.ErrConfig and name
+// the key path and line of every problem found.
+func Parse(data []byte) (*Config, error) {
+	var f file
+	idx, err := tomlx.Decode(data, &f)
+	if err != nil {
+		return nil, err
+	}
+	v := &validator{idx: idx}
+	c := &Config{Skills: map[string]Skill{}}
+
+	if s := f.Server; s != nil {
+		c.Server.Listen = v.str(s.Listen, "server.listen")
+		if l := c.Server.Listen; strings.TrimSpace(l) != "" && !validListen(l) {
+			v.fail("server.listen", "%q must be host:port (port 0-65535)", l)
+		}
+		c.Server.TokenFile = v.path(s.TokenFile, "server.token_file")
+		for i, o := range s.AllowedOrigins {
+			if !validOrigin(o) {
+				v.fail(fmt.Sprintf("server.allowed_origins[%d]", i), "%q must be an origin like https://host:port", o)
+			}
+		}
+		c.Server.AllowedOrigins = s.AllowedOrigins
+		c.Server.MaxMessageBytes = v.positive(s.MaxMessageBytes, "server.max_message_bytes", 1<<30)
+		c.Server.WriteTimeout = v.duration(s.WriteTimeout, "server.write_timeout")
+	}
+	if p := f.Provider; p != nil {
+		c.Provider.Kind = v.str(p.Kind, "provider.kind")
+		switch c.Provider.Kind {
+		case "", "openai", "anthropic":
+		default:
+			v.fail("provider.kind", "%q must be \"openai\" (any OpenAI-compatible endpoint) or \"anthropic\"", c.Provider.Kind)
+		}
+		c.Provider.BaseURL = v.str(p.BaseURL, "provider.base_url")
+		if u := c.Provider.BaseURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			v.fail("provider.base_url", "%q must be an http(s) URL", u)
+		}
+		c.Provider.Model = v.str(p.Model, "provider.model")
+		c.Provider.APIKeyEnv = v.str(p.APIKeyEnv, "provider.api_key_env")
+		if e := c.Provider.APIKeyEnv; e != "" && !envNameRE.MatchString(e) {
+			v.fail("provider.api_key_env", "%q is not an environment variable name", e)
+		}
+		c.Provider.Timeout = v.duration(p.Timeout, "provider.timeout")
+		c.Provider.MaxIterations = int(v.positive(p.MaxIterations, "provider.max_iterations", 1000))
+		if c.Provider.Kind != "" && p.Model == nil {
+			v.fail("provider.model", "required when provider.kind is set")
+		}
+	}
+	if s := f.Storage; s != nil {
+		c.Storage.DataDir = v.path(s.DataDir, "storage.data_dir")
+		c.Storage.Path = v.path(s.Path, "storage.path")
+	}
+	if l := f.Limits; l != nil {
+		c.Limits.MaxFuel = uint64(v.positive(l.MaxFuel, "limits.max_fuel", 1<<50))
+		c.Limits.MaxMemoryMB = int(v.positive(l.MaxMemoryMB, "limits.max_memory_mb", 4096))
+		if l.MaxMemoryMB != nil && *l.MaxMemoryMB == 1 {
+			v.fail("limits.max_memory_mb", "must be at least 2 (the Extism kernel alone takes 1 MiB)")
+		}
+		c.Limits.MaxTimeout = v.duration(l.MaxTimeout, "limits.max_timeout")
+		c.Limits.MaxConcurrent = int(v.positive(l.MaxConcurrent, "limits.max_concurrent", 1024))
+		c.Limits.MaxReadBytes = v.positive(l.MaxReadBytes, "limits.max_read_bytes", 1<<30)
+		c.Limits.MaxWriteBytes = v.positive(l.MaxWriteBytes, "limits.max_write_bytes", 1<<30)
+		c.Limits.MaxFetchBytes = v.positive(l.MaxFetchBytes, "limits.max_fetch_bytes", 1<<30)
+		c.Limits.FetchTimeout = v.duration(l.FetchTimeout, "limits.fetch_timeout")
+	}
+	if a := f.Approval; a != nil {
+		c.Approval.Timeout = v.duration(a.Timeout, "approval.timeout")
+	}
+	names := make([]string, 0, len(f.Skills))
+	for name := range f.Skills {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		sf := f.Skills[name]
+		at := func(key string) string { return "skills." + name + "." + key }
+		if !skillNameRE.MatchString(name) {
+			v.fail("skills."+name, "%q is not a skill name ([a-z][a-z0-9_]{0,63})", name)
+			continue
+		}
+		sk := Skill{Memory: sf.Memory}
+		sk.AllowedDirectories = v.dirs(sf.AllowedDirectories, at("allowed_directories"))
+		sk.ReadDirectories = v.dirs(sf.ReadDirectories, at("read_directories"))
+		sk.WriteDirectories = v.dirs(sf.WriteDirectories, at("write_directories"))
+		for i, d := range sf.AllowedDomains {
+			n, err := domain.Normalize(d)
+			if err != nil {
+				v.fail(fmt.Sprintf("%s[%d]", at("allowed_domains"), i), "%v", err)
+				continue
+			}
+			if n == "*" {
+				v.fail(fmt.Sprintf("%s[%d]", at("allowed_domains"), i), "\"*\" would allow every host; list the domains (\"*.example.com\" for subdomains)")
+				continue
+			}
+			sk.AllowedDomains = append(sk.AllowedDomains, n)
+		}
+		for i, e := range sf.Env {
+			if !envNameRE.MatchString(e) {
+				v.fail(fmt.Sprintf("%s[%d]", at("env"), i), "%q is not an environment variable name", e)
+				continue
+			}
+			sk.Env = append(sk.Env, e)
+		}
+		if sf.Approval != nil {
+			switch *sf.Approval {
+			case ApprovalAlways, ApprovalOnce, ApprovalTrust:
+				sk.Approval = *sf.Approval
+			default:
+				v.fail(at("approval"), "%q must be \"always\", \"once\" or \"trust\"", *sf.Approval)
+			}
+		}
+		sk.MaxBytes = v.positive(sf.MaxBytes, at("max_bytes"), 1<<30)
+		sk.Timeout = v.duration(sf.Timeout, at("timeout"))
+		sk.Fuel = uint64(v.positive(sf.Fuel, at("fuel"), 1<<50))
+		c.Skills[name] = sk
+	}
+	if err := tomlx.Join(v.errs); err != nil {
+		return nil, err
+	}
+	c.fillDefaults()
+	return c, nil
+}
+
+// validListen reports whether s is host:port with a numeric port.
+func validListen(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535 && !strings.HasPrefix(port, "+")
+}
+
+// validOrigin reports whether s is a bare http(s) origin, as browsers send it
+// in the Origin header: scheme and host, no path, query or userinfo.
+func validOrigin(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
+}
+
+// DataDir creates the data directory (0700) and returns it.
+func (c *Config) DataDir() (string, error) {
+	if err := os.MkdirAll(c.Storage.DataDir, 0o700); err != nil {
+		return "", errs.Wrap(errs.ErrConfig, "creating data directory "+c.Storage.DataDir, err)
+	}
+	return c.Storage.DataDir, nil
+}
+
+type validator struct {
+	idx  *tomlx.Index
+	errs []*tomlx.FieldError
+}
+
+func (v *validator) fail(path string, format string, args ...any) {
+	v.errs = append(v.errs, v.idx.Errorf(splitPath(path), format, args...))
+}
+
+// splitPath splits "skills.read_file.allowed_directories[2]" into key parts;
+// the index stays on the last part (tomlx.Index ignores it when locating).
+func splitPath(p string) []string { return strings.Split(p, ".") }
+
+func (v *validator) str(s *string, path string) string {
+	if s == nil {
+		return ""
+	}
+	if strings.TrimSpace(*s) == "" {
+		v.fail(path, "must not be empty (leave the key out for the default)")
+	}
+	return *s
+}
+
+func (v *validator) positive(n *int64, path string, max int64) int64 {
+	if n == nil {
+		return 0
+	}
+	if *n <= 0 {
+		v.fail(path, "must be > 0")
+		return 0
+	}
+	if *n > max {
+		v.fail(path, "must be <= %d", max)
+		return 0
+	}
+	return *n
+}
+
+func (v *validator) duration(s *string, path string) time.Duration {
+	if s == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(*s)
+	switch {
+	case err != nil:
+		v.fail(path, "%q is not a duration (like \"10s\" or \"1m30s\")", *s)
+	case d <= 0:
+		v.fail(path, "must be > 0")
+	case d > 24*time.Hour:
+		v.fail(path, "must be <= 24h")
+	default:
+		return d
+	}
+	return 0
+}
+
+func (v *validator) path(s *string, path string) string {
+	if s == nil {
+		return ""
+	}
+	p, err := expand(*s)
+	if err != nil {
+		v.fail(path, "%v", err)
+		return ""
+	}
+	return p
+}
+
+// dirs validates a list of directories: absolute (or ~/...), existing, and
+// directories. Missing ones are errors, never silently skipped.
+func (v *validator) dirs(list []string, path string) []string {
+	var out []string
+	for i, d := range list {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		p, err := expand(d)
+		if err != nil {
+			v.fail(at, "%v", err)
+			continue
+		}
+		fi, err := os.Stat(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			v.fail(at, "directory %s does not exist", p)
+			continue
+		case err != nil:
+			v.fail(at, "%v", err)
+			continue
+		case !fi.IsDir():
+			v.fail(at, "%s is not a directory", p)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// expand turns "~/x" into an absolute path under $HOME and refuses relative paths.
+func expand(p string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot expand %q: %v", p, err)
+		}
+		p = filepath.Join(h, p[1:])
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("path contains a NUL byte")
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%q must be an absolute path (or start with ~/)", p)
+	}
+	return filepath.Clean(p), nil
+}
