@@ -1,0 +1,358 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/buddy-run/buddy/internal/errs"
+)
+
+// applicationID marks a SQLite file as buddy's ("BUDY"); Open refuses a
+// database that carries another application's id.
+const applicationID = 0x42554459
+
+// migration is one step of the schema. Migrations are applied in order, all
+// pending ones in a single transaction, and never edited once released: a change
+// to the schema is a new entry at the end of migrations.
+type migration struct {
+	name string
+	sql  string
+}
+
+// migrations is the schema, one entry per version: migrations[0] brings a new
+// database to version 1, migrations[1] (when it exists) to version 2, and so on.
+var migrations = []migration{
+	{name: "installed skills, kv, memories", sql: schemaV1},
+}
+
+// LatestSchemaVersion is the schema version this buddy writes.
+func LatestSchemaVersion() int { return len(migrations) }
+
+// schemaV1: skills, the KV store, memories with their FTS5 index, and the
+// per-namespace usage counters the quotas read. Timestamps are Unix nanoseconds.
+const schemaV1 = `
+CREATE TABLE installed_skills (
+	name                TEXT PRIMARY KEY NOT NULL,
+	version             TEXT NOT NULL,
+	description         TEXT NOT NULL DEFAULT '',
+	author              TEXT NOT NULL DEFAULT '',
+	wasm_path           TEXT NOT NULL,
+	sha256              TEXT NOT NULL,
+	manifest            TEXT NOT NULL,
+	capabilities        TEXT NOT NULL DEFAULT '{}',
+	verification_status TEXT NOT NULL DEFAULT 'unverified',
+	installed_at        INTEGER NOT NULL,
+	updated_at          INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE kv (
+	namespace  TEXT NOT NULL,
+	key        TEXT NOT NULL,
+	value      BLOB NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (namespace, key)
+) STRICT;
+
+-- One row per namespace that has ever stored something; maintained by the
+-- triggers below so that a quota check is one lookup. kv_bytes counts keys and
+-- values; memory_bytes counts texts and tags (as stored, JSON).
+CREATE TABLE namespace_usage (
+	namespace    TEXT PRIMARY KEY NOT NULL,
+	kv_keys      INTEGER NOT NULL DEFAULT 0,
+	kv_bytes     INTEGER NOT NULL DEFAULT 0,
+	memories     INTEGER NOT NULL DEFAULT 0,
+	memory_bytes INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE TRIGGER kv_usage_insert AFTER INSERT ON kv BEGIN
+	INSERT INTO namespace_usage (namespace, kv_keys, kv_bytes)
+	VALUES (new.namespace, 1, octet_length(new.key) + length(new.value))
+	ON CONFLICT (namespace) DO UPDATE SET
+		kv_keys = kv_keys + 1,
+		kv_bytes = kv_bytes + excluded.kv_bytes;
+END;
+
+CREATE TRIGGER kv_usage_delete AFTER DELETE ON kv BEGIN
+	UPDATE namespace_usage SET
+		kv_keys = kv_keys - 1,
+		kv_bytes = kv_bytes - octet_length(old.key) - length(old.value)
+	WHERE namespace = old.namespace;
+END;
+
+CREATE TRIGGER kv_usage_update AFTER UPDATE OF namespace, key, value ON kv BEGIN
+	UPDATE namespace_usage SET
+		kv_keys = kv_keys - 1,
+		kv_bytes = kv_bytes - octet_length(old.key) - length(old.value)
+	WHERE namespace = old.namespace;
+	INSERT INTO namespace_usage (namespace, kv_keys, kv_bytes)
+	VALUES (new.namespace, 1, octet_length(new.key) + length(new.value))
+	ON CONFLICT (namespace) DO UPDATE SET
+		kv_keys = kv_keys + 1,
+		kv_bytes = kv_bytes + excluded.kv_bytes;
+END;
+
+-- AUTOINCREMENT: an id is never reused, so a forgotten id stays forgotten.
+-- ns_token is the namespace as one FTS5 token ("ns" + hex of its bytes), indexed
+-- so that a search filters by namespace inside the full-text index.
+CREATE TABLE memories (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	namespace  TEXT NOT NULL,
+	text       TEXT NOT NULL,
+	tags       TEXT NOT NULL DEFAULT '[]',
+	created_at INTEGER NOT NULL,
+	ns_token   TEXT GENERATED ALWAYS AS ('ns' || lower(hex(namespace))) VIRTUAL
+) STRICT;
+
+CREATE INDEX memories_namespace ON memories (namespace, id);
+
+-- An external-content index over memories: the text is stored once. porter
+-- stems English words so "meetings" finds "meeting"; unicode61 folds case and
+-- diacritics. Tags are indexed from their JSON, whose punctuation the tokenizer
+-- drops.
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+	text, tags, ns_token,
+	content = 'memories', content_rowid = 'id',
+	tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER memories_insert AFTER INSERT ON memories BEGIN
+	INSERT INTO memories_fts (rowid, text, tags, ns_token) VALUES (new.id, new.text, new.tags, new.ns_token);
+	INSERT INTO namespace_usage (namespace, memories, memory_bytes)
+	VALUES (new.namespace, 1, octet_length(new.text) + octet_length(new.tags))
+	ON CONFLICT (namespace) DO UPDATE SET
+		memories = memories + 1,
+		memory_bytes = memory_bytes + excluded.memory_bytes;
+END;
+
+CREATE TRIGGER memories_delete AFTER DELETE ON memories BEGIN
+	INSERT INTO memories_fts (memories_fts, rowid, text, tags, ns_token)
+	VALUES ('delete', old.id, old.text, old.tags, old.ns_token);
+	UPDATE namespace_usage SET
+		memories = memories - 1,
+		memory_bytes = memory_bytes - octet_length(old.text) - octet_length(old.tags)
+	WHERE namespace = old.namespace;
+END;
+
+CREATE TRIGGER memories_update AFTER UPDATE OF namespace, text, tags ON memories BEGIN
+	INSERT INTO memories_fts (memories_fts, rowid, text, tags, ns_token)
+	VALUES ('delete', old.id, old.text, old.tags, old.ns_token);
+	INSERT INTO memories_fts (rowid, text, tags, ns_token) VALUES (new.id, new.text, new.tags, new.ns_token);
+	UPDATE namespace_usage SET
+		memories = memories - 1,
+		memory_bytes = memory_bytes - octet_length(old.text) - octet_length(old.tags)
+	WHERE namespace = old.namespace;
+	INSERT INTO namespace_usage (namespace, memories, memory_bytes)
+	VALUES (new.namespace, 1, octet_length(new.text) + octet_length(new.tags))
+	ON CONFLICT (namespace) DO UPDATE SET
+		memories = memories + 1,
+		memory_bytes = memory_bytes + excluded.memory_bytes;
+END;
+`
+
+// migrate checks that the database is buddy's and not from a newer buddy, turns
+// on WAL and applies the pending migrations in one transaction. Nothing is
+// written before the checks pass.
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return openErr(s.path, err)
+	}
+	defer conn.Close()
+
+	var appID, version int
+	if err := conn.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
+		return openErr(s.path, err)
+	}
+	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return openErr(s.path, err)
+	}
+	if appID != 0 && appID != applicationID {
+		return notBuddy(s.path, fmt.Sprintf("it belongs to another application (application_id %#x)", appID))
+	}
+	if err := newerErr(s.path, version); err != nil {
+		return err
+	}
+	if version == 0 {
+		var objects int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
+			return openErr(s.path, err)
+		}
+		if objects > 0 {
+			return notBuddy(s.path, "it is a SQLite database of another application")
+		}
+	}
+
+	var mode string
+	if err := conn.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
+		return openErr(s.path, err)
+	}
+	if mode != "wal" {
+		return errs.New(errs.ErrConfig, fmt.Sprintf("database %s: cannot use WAL mode (journal_mode is %q)", s.path, mode))
+	}
+	if version == LatestSchemaVersion() {
+		return nil
+	}
+
+	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the writer's _txlock
+	if err != nil {
+		return openErr(s.path, err)
+	}
+	defer tx.Rollback()
+	// Another process may have migrated between the check above and the lock.
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return openErr(s.path, err)
+	}
+	if err := newerErr(s.path, version); err != nil {
+		return err
+	}
+	for v := version; v < LatestSchemaVersion(); v++ {
+		m := migrations[v]
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return errs.Wrap(errs.ErrInternal, fmt.Sprintf("database %s: applying migration %d (%s)", s.path, v+1, m.name), err)
+		}
+	}
+	// PRAGMA takes no parameters; both values are integers of ours.
+	stmt := fmt.Sprintf(`PRAGMA user_version = %d; PRAGMA application_id = %d;`, LatestSchemaVersion(), applicationID)
+	if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		return openErr(s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return openErr(s.path, err)
+	}
+	return nil
+}
+
+func newerErr(path string, version int) error {
+	if version > LatestSchemaVersion() {
+		return errs.New(errs.ErrConfig, fmt.Sprintf(
+			"database %s has schema version %d, newer than the %d this buddy knows: upgrade buddy or point it at another data directory",
+			path, version, LatestSchemaVersion()))
+	}
+	return nil
+}
+
+// notBuddy is the error for a file Open will not touch.
+func notBuddy(path, reason string) error {
+	return errs.New(errs.ErrConfig, fmt.Sprintf(
+		"%s is not a usable buddy database: %s (it was left untouched; move it aside to start afresh)", path, reason))
+}
+
+// openErr gives an error met while opening the database the config kind, with
+// the path: at Open, a failure is about the file or its directory.
+func openErr(path string, err error) error {
+	if errors.Is(err, sqlite3.NOTADB) || errors.Is(err, sqlite3.CORRUPT) {
+		return errs.Wrap(errs.ErrConfig, fmt.Sprintf(
+			"%s is not a usable buddy database: not SQLite or corrupt (it was left untouched; move it aside to start afresh)", path), err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("opening %s: %w", path, err)
+	}
+	return errs.Wrap(errs.ErrConfig, "opening database "+path, err)
+}
+
+// SQLite's file header (https://sqlite.org/fileformat2.html#the_database_header).
+const (
+	headerSize  = 100
+	magic       = "SQLite format 3\x00"
+	minPageSize = 512
+	maxPageSize = 65536
+)
+
+// checkFile refuses, without writing anything, a file that cannot be a healthy
+// SQLite database: too short, without the SQLite magic, with an impossible page
+// size, or shorter than its header says it is (truncated). SQLite itself would
+// report some of these only at the first read of a missing page, and might write
+// to the file before that.
+func checkFile(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return errs.Wrap(errs.ErrConfig, "database file "+path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return notBuddy(path, "it is not a regular file")
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil // SQLite treats an empty file as an empty database
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return errs.Wrap(errs.ErrConfig, "database file "+path, err)
+	}
+	defer f.Close()
+	h := make([]byte, headerSize)
+	if _, err := io.ReadFull(f, h); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return notBuddy(path, fmt.Sprintf("not SQLite (%d bytes is shorter than a SQLite header)", size))
+		}
+		return errs.Wrap(errs.ErrConfig, "reading database file "+path, err)
+	}
+	if string(h[:len(magic)]) != magic {
+		return notBuddy(path, "not SQLite (no SQLite header)")
+	}
+	pageSize := int64(binary.BigEndian.Uint16(h[16:18]))
+	if pageSize == 1 {
+		pageSize = maxPageSize
+	}
+	if pageSize < minPageSize || pageSize > maxPageSize || pageSize&(pageSize-1) != 0 {
+		return notBuddy(path, fmt.Sprintf("corrupt header (page size %d)", pageSize))
+	}
+	if size%pageSize != 0 {
+		return notBuddy(path, fmt.Sprintf("truncated or corrupt (%d bytes is not a whole number of %d-byte pages)", size, pageSize))
+	}
+	// The page count in the header is valid only when the change counter
+	// matches "version-valid-for". A WAL or rollback journal may legitimately
+	// hold pages the main file does not have yet: SQLite recovers those.
+	pages := int64(binary.BigEndian.Uint32(h[28:32]))
+	valid := binary.BigEndian.Uint32(h[24:28]) == binary.BigEndian.Uint32(h[92:96])
+	if valid && pages > 0 && pages*pageSize > size && !nonEmpty(path+"-wal") && !exists(path+"-journal") {
+		return notBuddy(path, fmt.Sprintf("truncated (%d bytes, the header says %d pages of %d bytes)", size, pages, pageSize))
+	}
+	return nil
+}
+
+// createFile creates an empty database file readable by its owner only, so that
+// SQLite does not create it with the umask's permissions.
+func createFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return errs.Wrap(errs.ErrConfig, "creating database file "+path, err)
+	}
+	if err := f.Close(); err != nil {
+		return errs.Wrap(errs.ErrConfig, "creating database file "+path, err)
+	}
+	return nil
+}
+
+// restrictSidecars makes the WAL and shared-memory files owner-only, as the
+// database is: the VFS creates them 0666 less the umask, and the WAL holds data.
+func restrictSidecars(path string) {
+	for _, p := range []string{path + "-wal", path + "-shm"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			_ = os.Chmod(p, 0o600) // best effort: the directory is 0700 anyway
+		}
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func nonEmpty(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > 0
+}

@@ -1,0 +1,344 @@
+// Package store is buddy's SQLite database: the registry of installed skills, the
+// per-skill key-value store and the per-skill memories searched by relevance.
+//
+// It runs SQLite through github.com/ncruces/go-sqlite3 (SQLite compiled to Wasm and
+// translated to Go: no cgo) behind database/sql, using the module's driver package.
+// database/sql was chosen over the lower-level sqlite3.Conn API because it gives
+// connection pooling, context-aware queries and transactions for free, and the
+// driver's per-connection hook (driver.Open's init callback) still reaches the raw
+// connection to register FTS5 and set the pragmas. (The module's embed package is a
+// deprecated no-op in v0.36.0: the SQLite build is linked in by the module itself.)
+//
+// Usage:
+//
+//	st, err := store.Open(ctx, filepath.Join(dataDir, "buddy.db"), store.Options{})
+//	if err != nil {
+//		return err // errs.ErrConfig for a corrupt file or a schema from a newer buddy
+//	}
+//	defer st.Close()
+//
+//	err = st.KVSet(ctx, "notes", "greeting", []byte("hello"))
+//	id, err := st.Remember(ctx, "notes", "the dentist is on Tuesday at 3pm", []string{"health"})
+//	mems, err := st.Recall(ctx, "notes", "when is the dentist?", 5)
+//
+// # Durability and concurrency
+//
+// The database runs in WAL mode with synchronous=FULL: a write that returned nil is
+// on disk (the WAL is fsynced at each commit) and survives a crash of the process
+// or of the machine. Writes go through a pool of exactly one connection that begins
+// its transactions with BEGIN IMMEDIATE, so writers queue in Go instead of
+// contending for SQLite's lock; reads go through a separate pool of query-only
+// connections that WAL lets run alongside the writer. A busy timeout covers other
+// processes (the CLI while the server runs). A Store is safe for concurrent use.
+//
+// # Schema
+//
+// The schema is a list of migrations (see migrations in schema.go) applied at Open
+// in one transaction; the schema version is SQLite's user_version. A database
+// written by a newer buddy, a file that is not SQLite, a truncated database and a
+// SQLite database of another application are refused with an errs.ErrConfig error
+// and left as they are. Timestamps are stored as INTEGER Unix nanoseconds, UTC.
+//
+// # Search
+//
+// Memories are indexed by an FTS5 table kept in sync by triggers and ranked
+// with bm25. Recall never hands the user's text to FTS5's query parser: it
+// splits the query into words and searches them as quoted strings, OR-ed (see
+// matchExpr), so no input is a syntax error or an operator. The namespace is a
+// token of the index too. A namespace holding a small share of all memories is
+// searched by AND-ing its token into the MATCH, so only its memories are
+// ranked; a large one is ranked together with the other namespaces and
+// filtered afterwards, with an exact fallback, because bm25 would otherwise
+// count its token's long document list at every query. Either way only the top
+// memories are read from the memories table.
+//
+// # Quotas
+//
+// KV entries and memories belong to a namespace (a skill's name). Each namespace
+// has quotas (Options); a write that would exceed one fails with a *QuotaError,
+// which matches errs.ErrTooLarge, and changes nothing. Usage is kept per namespace
+// by triggers, so checking a quota costs one row lookup.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/driver"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
+
+	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/internal/errs"
+)
+
+var (
+	_ hostfns.KV       = (*Store)(nil)
+	_ hostfns.Memories = (*Store)(nil)
+)
+
+// Default quotas, used for the zero fields of Options.
+const (
+	DefaultMaxKeys             = 10_000
+	DefaultMaxValueBytes       = 256 << 10
+	DefaultMaxTotalBytes       = 16 << 20
+	DefaultMaxMemories         = 100_000
+	DefaultMaxMemoryBytes      = 16 << 10
+	DefaultMaxMemoryTotalBytes = 64 << 20
+)
+
+// Fixed limits that are not worth an option.
+const (
+	// MaxNamespaceBytes is the longest namespace, in bytes.
+	MaxNamespaceBytes = 256
+	// MaxKeyBytes is the longest KV key, in bytes.
+	MaxKeyBytes = 1024
+	// MaxTags is the most tags one memory may carry.
+	MaxTags = 32
+	// MaxTagBytes is the longest tag, in bytes.
+	MaxTagBytes = 128
+	// MaxRecall is the most memories one Recall returns.
+	MaxRecall = 100
+	// DefaultRecall is the number of memories Recall returns for limit 0.
+	DefaultRecall = 10
+)
+
+// busyTimeout is how long a statement waits for a lock held by another process
+// before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// readers is the size of the pool of query-only connections. Each connection
+// carries its own SQLite heap and page cache, so the pool stays small.
+const readers = 4
+
+// Options are the per-namespace quotas. A zero (or negative) field takes its
+// default.
+type Options struct {
+	// MaxKeys is the most KV keys a namespace may hold (default 10,000).
+	MaxKeys int
+	// MaxValueBytes is the largest KV value, in bytes (default 256 KiB).
+	MaxValueBytes int
+	// MaxTotalBytes caps the bytes of all keys and values of a namespace
+	// (default 16 MiB).
+	MaxTotalBytes int64
+	// MaxMemories is the most memories a namespace may hold (default 100,000).
+	MaxMemories int
+	// MaxMemoryBytes is the longest memory text, in bytes (default 16 KiB).
+	MaxMemoryBytes int
+	// MaxMemoryTotalBytes caps the bytes of all memory texts and tags of a
+	// namespace (default 64 MiB).
+	MaxMemoryTotalBytes int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = DefaultMaxKeys
+	}
+	if o.MaxValueBytes <= 0 {
+		o.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if o.MaxTotalBytes <= 0 {
+		o.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	if o.MaxMemories <= 0 {
+		o.MaxMemories = DefaultMaxMemories
+	}
+	if o.MaxMemoryBytes <= 0 {
+		o.MaxMemoryBytes = DefaultMaxMemoryBytes
+	}
+	if o.MaxMemoryTotalBytes <= 0 {
+		o.MaxMemoryTotalBytes = DefaultMaxMemoryTotalBytes
+	}
+	return o
+}
+
+// Store is buddy's database. It is safe for concurrent use; Close it when done.
+type Store struct {
+	path   string
+	opts   Options
+	writer *sql.DB // one connection; BEGIN IMMEDIATE
+	reader *sql.DB // query_only connections
+	now    func() time.Time
+}
+
+// Open opens the database at path, creating it (and its parent directory, 0700)
+// if needed, and brings its schema up to date.
+//
+// A new database file is created 0600. Open fails with an errs.ErrConfig error,
+// and leaves the file as it was, when the file is not a SQLite database, is
+// truncated, belongs to another application, or has a schema version newer than
+// this buddy knows.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, fmt.Sprintf("database path %q", path), err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, "creating the database directory "+filepath.Dir(abs), err)
+	}
+	if err := checkFile(abs); err != nil {
+		return nil, err
+	}
+	if err := createFile(abs); err != nil {
+		return nil, err
+	}
+
+	s := &Store{path: abs, opts: opts.withDefaults(), now: time.Now}
+	s.writer, err = openPool(abs, true)
+	if err != nil {
+		return nil, openErr(abs, err)
+	}
+	s.writer.SetMaxOpenConns(1)
+	s.writer.SetMaxIdleConns(1)
+	s.writer.SetConnMaxLifetime(0)
+	s.writer.SetConnMaxIdleTime(0)
+
+	if err := s.migrate(ctx); err != nil {
+		s.writer.Close()
+		return nil, err
+	}
+	restrictSidecars(abs)
+
+	s.reader, err = openPool(abs, false)
+	if err != nil {
+		s.writer.Close()
+		return nil, openErr(abs, err)
+	}
+	s.reader.SetMaxOpenConns(readers)
+	s.reader.SetMaxIdleConns(readers)
+	return s, nil
+}
+
+// Close closes the database. The last connection to close checkpoints the WAL.
+func (s *Store) Close() error {
+	var err error
+	if s.reader != nil {
+		err = s.reader.Close()
+	}
+	if err2 := s.writer.Close(); err2 != nil {
+		err = errors.Join(err, err2)
+	}
+	if err != nil {
+		return fmt.Errorf("closing %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// SchemaVersion returns the schema version recorded in the database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.reader.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return 0, dbErr(ctx, "reading the schema version", err)
+	}
+	return v, nil
+}
+
+// IntegrityCheck runs SQLite's integrity_check over the whole database and
+// returns an error describing the first problems found, if any. It reads every
+// page: use it for diagnostics (buddy doctor), not at every start.
+func (s *Store) IntegrityCheck(ctx context.Context) error {
+	rows, err := s.reader.QueryContext(ctx, `PRAGMA integrity_check(10)`)
+	if err != nil {
+		return dbErr(ctx, "checking integrity", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return dbErr(ctx, "checking integrity", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return dbErr(ctx, "checking integrity", err)
+	}
+	if len(problems) > 0 {
+		return errs.New(errs.ErrUnavailable, fmt.Sprintf("database %s failed its integrity check: %q", s.path, problems))
+	}
+	return nil
+}
+
+// openPool opens a database/sql pool on path. Every connection gets FTS5, the
+// busy timeout, foreign keys and synchronous=FULL; reader connections are also
+// query-only. The writer begins its transactions with BEGIN IMMEDIATE so that a
+// read-then-write transaction never fails to upgrade its lock.
+func openPool(path string, writer bool) (*sql.DB, error) {
+	// mode=rw: the file exists (createFile made it); never let SQLite create one.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=rw"
+	if writer {
+		dsn += "&_txlock=immediate"
+	}
+	return driver.Open(dsn, func(c *sqlite3.Conn) error {
+		if err := fts5.Register(c); err != nil {
+			return fmt.Errorf("registering fts5: %w", err)
+		}
+		if err := c.BusyTimeout(busyTimeout); err != nil {
+			return err
+		}
+		pragmas := `PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL;`
+		if !writer {
+			pragmas += ` PRAGMA query_only=ON;`
+		}
+		return c.Exec(pragmas)
+	})
+}
+
+// write runs fn in a write transaction and commits it. fn's errors are returned
+// as they are (fn wraps its own).
+func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return dbErr(ctx, op, err)
+	}
+	defer tx.Rollback() // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return dbErr(ctx, op, err)
+	}
+	return nil
+}
+
+// dbErr wraps a database error with the operation and gives it a kind: the
+// context's when the caller gave up, unavailable for I/O, disk-full, lock and
+// corruption errors (none of them the caller's fault), internal otherwise.
+func dbErr(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		kind := errs.ErrCanceled
+		if errors.Is(cerr, context.DeadlineExceeded) {
+			kind = errs.ErrTimeout
+		}
+		cause := err
+		if !errors.Is(err, cerr) {
+			cause = fmt.Errorf("%w (%v)", cerr, err)
+		}
+		return errs.Wrap(kind, op, cause)
+	}
+	var code sqlite3.ErrorCode
+	if errors.As(err, &code) {
+		switch code {
+		case sqlite3.BUSY, sqlite3.LOCKED, sqlite3.IOERR, sqlite3.FULL, sqlite3.CANTOPEN,
+			sqlite3.READONLY, sqlite3.PROTOCOL, sqlite3.CORRUPT, sqlite3.NOTADB, sqlite3.PERM:
+			return errs.Wrap(errs.ErrUnavailable, op, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// unixNanos and fromUnixNanos are the one encoding of timestamps in the database.
+func unixNanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromUnixNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
