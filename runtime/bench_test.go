@@ -1,0 +1,320 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+
+	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/runtime/internal/fuel"
+)
+
+func benchFixture(b *testing.B, name string) []byte {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// BenchmarkFuelOverhead runs the same real plugin (go-pdk + TinyGo,
+// count_vowels over 128 KiB) original and instrumented, on one reused instance
+// each, so that the ratio is the cost of metering alone. Read the ratio as
+// instrumented ns/op ÷ original ns/op of the same run.
+func BenchmarkFuelOverhead(b *testing.B) {
+	ctx := context.Background()
+	wasm := benchFixture(b, "pdkplugin.wasm")
+	input := bytes.Repeat([]byte("The quick brown fox jumps over the lazy dog. "), 128<<10/45+1)[:128<<10]
+	instrumented, _, err := fuel.Instrument(wasm, instrumentOptions)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := New(ctx, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	m := &Module{r: rt, name: "bench", manifest: DefaultManifest("bench")}
+	m.manifest.Resources.Fuel = MaxFuel
+
+	for _, c := range []struct {
+		name  string
+		code  []byte
+		funcs []extism.HostFunction
+	}{
+		{"original", wasm, nil},
+		{"instrumented", instrumented, m.meterFunctions()},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+				Wasm:   []extism.Wasm{extism.WasmData{Data: c.code}},
+				Memory: &extism.ManifestMemory{MaxPages: 256},
+			}, extism.PluginConfig{EnableWasi: true, RuntimeConfig: rt.runtimeConfig(256)}, c.funcs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cp.Close(ctx)
+			p, err := cp.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: wazero.NewModuleConfig()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close(ctx)
+			b.SetBytes(int64(len(input)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				st := &callState{m: m, ctx: ctx, budget: MaxFuel, chunk: DefaultFuelChunk}
+				cctx := context.WithValue(ctx, stateKey{}, st)
+				_, out, err := p.CallWithContext(cctx, "count_vowels", input)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(out) == 0 {
+					b.Fatal("no output")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCallLatency: one call of a trivial echo plugin, never reusing an
+// instance.
+//   - buddy/idle: the runtime is idle (its prepared instances are ready), the
+//     latency a caller sees;
+//   - buddy/serial and buddy/parallel: back-to-back calls from 1 and 2
+//     goroutines (throughput: each call still instantiates a fresh instance,
+//     ahead of demand or not);
+//   - gosdk-naive: Extism go-sdk used naively, Instance + Call + Close;
+//   - native: a Go JSON echo doing the same work, the floor.
+func BenchmarkCallLatency(b *testing.B) {
+	ctx := context.Background()
+	wasm := benchFixture(b, "echo.wasm")
+	input := []byte(`{"path":"notes/today.txt"}`)
+
+	b.Run("buddy/idle", func(b *testing.B) {
+		rt, err := New(ctx, Options{Prepared: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close(ctx)
+		mod, err := rt.Load(ctx, wasm, Spec{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		mod.refill()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			waitReady(mod)
+			b.StartTimer()
+			res, err := mod.Call(ctx, input)
+			if err != nil || !bytes.Equal(res.Output, input) {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, par := range []int{1, 2} {
+		name := "buddy/serial"
+		if par > 1 {
+			name = "buddy/parallel"
+		}
+		b.Run(name, func(b *testing.B) {
+			rt, err := New(ctx, Options{Prepared: 2})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close(ctx)
+			mod, err := rt.Load(ctx, wasm, Spec{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if par == 1 {
+				for i := 0; i < b.N; i++ {
+					if _, err := mod.Call(ctx, input); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return
+			}
+			b.SetParallelism(1) // GOMAXPROCS goroutines: 2 on the reference machine
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := mod.Call(ctx, input); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+	b.Run("gosdk-naive", func(b *testing.B) {
+		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
+			extism.PluginConfig{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cp.Close(ctx)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, out, err := p.Call("run", input)
+			if err != nil || !bytes.Equal(out, input) {
+				b.Fatal(err)
+			}
+			p.Close(ctx)
+		}
+	})
+	b.Run("native", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			var v map[string]any
+			if err := json.Unmarshal(input, &v); err != nil {
+				b.Fatal(err)
+			}
+			out, err := json.Marshal(v)
+			if err != nil || len(out) != len(input) {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// waitReady waits until the module's prepared instances are all there.
+func waitReady(m *Module) {
+	deadline := time.Now().Add(10 * time.Second)
+	for len(m.ready) < cap(m.ready) && time.Now().Before(deadline) {
+		m.refill()
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// BenchmarkLoad: Load of a real plugin by a new Runtime (as in a new
+// process): cold (empty cache directory: validate, instrument, compile) vs
+// warm (the on-disk caches of an earlier Runtime).
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	wasm := benchFixture(b, "pdkplugin.wasm")
+	m := DefaultManifest("pdk")
+	m.Entrypoint = "greet"
+	b.Run("cold", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			dir := b.TempDir()
+			rt, err := New(ctx, Options{CacheDir: dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rt.Load(ctx, wasm, Spec{Manifest: m}); err != nil {
+				b.Fatal(err)
+			}
+			rt.Close(ctx)
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		dir := b.TempDir()
+		rt, err := New(ctx, Options{CacheDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := rt.Load(ctx, wasm, Spec{Manifest: m}); err != nil {
+			b.Fatal(err)
+		}
+		rt.Close(ctx)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			rt, err := New(ctx, Options{CacheDir: dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rt.Load(ctx, wasm, Spec{Manifest: m}); err != nil {
+				b.Fatal(err)
+			}
+			rt.Close(ctx)
+		}
+	})
+}
+
+// BenchmarkLoadNewProcess is the compile-once figure as the issue states it:
+// the first Load of a module in a new process with an empty cache directory
+// (cold) vs the first Load in another new process that finds the on-disk
+// caches of an earlier one (warm). Each iteration re-executes the test binary;
+// the child times its own Load, so process start-up is not counted.
+func BenchmarkLoadNewProcess(b *testing.B) {
+	for _, name := range []string{"pdkplugin.wasm", "../../builtins-wasm/read_file.wasm"} {
+		warmDir := b.TempDir()
+		childLoad(b, name, warmDir) // populate
+		for _, mode := range []string{"cold", "warm"} {
+			b.Run(filepath.Base(name)+"/"+mode, func(b *testing.B) {
+				var total time.Duration
+				for i := 0; i < b.N; i++ {
+					dir := warmDir
+					if mode == "cold" {
+						dir = b.TempDir()
+					}
+					total += childLoad(b, name, dir)
+				}
+				b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "load-ns/op")
+			})
+		}
+	}
+}
+
+func childLoad(b *testing.B, fixture, cacheDir string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BUDDY_BENCH_CHILD_LOAD="+fixture, "BUDDY_BENCH_CHILD_CACHE="+cacheDir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("child: %v\n%s", err, out)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		b.Fatalf("child output %q", out)
+	}
+	return time.Duration(ns)
+}
+
+func TestMain(m *testing.M) {
+	if fixture := os.Getenv("BUDDY_BENCH_CHILD_LOAD"); fixture != "" {
+		ctx := context.Background()
+		wasm, err := os.ReadFile(filepath.Join("testdata", fixture))
+		if err != nil {
+			panic(err)
+		}
+		man := DefaultManifest("bench")
+		man.Entrypoint = ""
+		host, err := hostfns.Link(hostfns.Grants{Read: []string{os.TempDir()}}, hostfns.Deps{})
+		if err != nil {
+			panic(err)
+		}
+		start := time.Now()
+		rt, err := New(ctx, Options{CacheDir: os.Getenv("BUDDY_BENCH_CHILD_CACHE")})
+		if err == nil {
+			_, err = rt.Load(ctx, wasm, Spec{Manifest: man, Host: host})
+		}
+		took := time.Since(start)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(took.Nanoseconds())
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}

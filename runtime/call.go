@@ -1,0 +1,571 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/runtime/internal/fuel"
+)
+
+// Module is a compiled skill. Call is safe for concurrent use; every call runs
+// in a fresh instance, so nothing survives from one call to the next.
+type Module struct {
+	r        *Runtime
+	name     string
+	manifest *Manifest
+	info     *Info
+	compiled *extism.CompiledPlugin
+
+	ready     chan *extism.Plugin // fresh, never-called instances
+	filling   atomic.Bool
+	closeOnce sync.Once
+	closed    atomic.Bool
+	calls     sync.WaitGroup
+}
+
+// Result is the outcome of a successful call.
+type Result struct {
+	Output   []byte
+	Fuel     uint64        // fuel used: original wasm instructions executed plus host work
+	Duration time.Duration // wall time of the call, instantiation included
+}
+
+// Name returns the name the module was loaded under.
+func (m *Module) Name() string { return m.name }
+
+// Manifest returns the manifest the module runs with.
+func (m *Module) Manifest() *Manifest { return m.manifest }
+
+// Info describes the module's imports, exports and hash.
+func (m *Module) Info() *Info { return m.info }
+
+// Call runs the manifest's entrypoint with input.
+func (m *Module) Call(ctx context.Context, input []byte) (*Result, error) {
+	return m.CallExport(ctx, m.manifest.Entrypoint, input)
+}
+
+// CallExport runs the exported function fn with input in a fresh instance,
+// under the manifest's fuel budget, deadline and memory cap.
+func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Result, error) {
+	start := time.Now()
+	if m.closed.Load() {
+		return nil, fmt.Errorf("%w: skill %s is unloaded", ErrInternal, m.name)
+	}
+	if err := checkShape(m.info.info, fn); err != nil {
+		return nil, err
+	}
+	res := m.manifest.Resources
+	// go-sdk drops an input the kernel cannot hold without a word (RUNTIME.md
+	// §3.2): refuse it before it gets there.
+	maxIn := min(m.r.opts.MaxInputBytes, int64(res.MaxPages())*65536/4)
+	if int64(len(input)) > maxIn {
+		return nil, errs.New(ErrTooLarge, fmt.Sprintf("input of %d bytes is over the %d-byte cap", len(input), maxIn))
+	}
+	select {
+	case m.r.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctxError(ctx, res.Timeout)
+	}
+	m.calls.Add(1)
+	release := func() { <-m.r.sem; m.calls.Done() }
+
+	ctx, cancel := context.WithTimeout(ctx, res.Timeout)
+	st := &callState{
+		m:      m,
+		ctx:    ctx,
+		budget: int64(res.Fuel),
+		chunk:  m.r.opts.FuelChunk,
+	}
+	ctx = context.WithValue(ctx, stateKey{}, st)
+	ctx = hostfns.WithCall(ctx, st)
+
+	type outcome struct {
+		rc  uint32
+		out []byte
+		err error
+	}
+	done := make(chan outcome, 1)
+	// The call runs on its own goroutine so that the caller gets its answer at
+	// the deadline even if a host function ignores the context; the goroutine
+	// finishes (and releases its slot) when that function returns.
+	go func() {
+		defer release()
+		defer cancel()
+		p, err := m.instance(ctx)
+		if err != nil {
+			done <- outcome{err: err}
+			return
+		}
+		defer p.Close(context.WithoutCancel(ctx))
+		p.SetLogger(st.log)
+		rc, out, err := p.CallWithContext(ctx, fn, input)
+		done <- outcome{rc, out, err}
+	}()
+	m.refill()
+
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		select {
+		case o = <-done:
+		case <-time.After(watchdogGrace):
+			o = outcome{err: ctx.Err()}
+		}
+	}
+	if o.err != nil {
+		return nil, m.classify(o.err, st, o.rc)
+	}
+	st.flushLogs()
+	if o.rc != 0 {
+		return nil, &SkillError{Code: o.rc, Kind: ErrSkill}
+	}
+	if int64(len(o.out)) > m.r.opts.MaxOutputBytes {
+		return nil, errs.New(ErrTooLarge, fmt.Sprintf("output of %d bytes is over the %d-byte cap", len(o.out), m.r.opts.MaxOutputBytes))
+	}
+	return &Result{Output: o.out, Fuel: st.used(), Duration: time.Since(start)}, nil
+}
+
+// watchdogGrace is how long past the deadline the caller waits for the guest to
+// notice it (at its next refuel or host call) before answering without it.
+const watchdogGrace = 100 * time.Millisecond
+
+// instance returns a fresh instance: a prepared one if any, else a new one.
+func (m *Module) instance(ctx context.Context) (*extism.Plugin, error) {
+	select {
+	case p := <-m.ready:
+		return p, nil
+	default:
+	}
+	return m.newInstance(ctx)
+}
+
+func (m *Module) newInstance(ctx context.Context) (*extism.Plugin, error) {
+	p, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{
+		// No filesystem, no env, no args, no stdin/stdout/stderr, fake clocks and
+		// a deterministic random source: WASI gives a guest nothing of the host.
+		ModuleConfig: wazero.NewModuleConfig(),
+	})
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		if strings.Contains(err.Error(), "pages") && strings.Contains(err.Error(), "limit") {
+			return nil, &MemoryError{Detail: "instantiating: " + firstLine(err.Error()), CapMB: m.manifest.Resources.MemoryMB}
+		}
+		return nil, &TrapError{Reason: "instantiating: " + firstLine(err.Error())}
+	}
+	return p, nil
+}
+
+// refill tops up the prepared instances in the background, one filler at a time.
+func (m *Module) refill() {
+	if cap(m.ready) == 0 || m.closed.Load() || !m.filling.CompareAndSwap(false, true) {
+		return
+	}
+	r := m.r
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		m.filling.Store(false)
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		defer m.filling.Store(false)
+		for len(m.ready) < cap(m.ready) && !m.closed.Load() {
+			p, err := m.newInstance(r.ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case m.ready <- p:
+			default:
+				p.Close(r.ctx)
+				return
+			}
+		}
+	}()
+}
+
+// closeWait bounds how long Close waits for running calls when ctx has no
+// deadline of its own.
+const closeWait = 10 * time.Second
+
+// Close unloads the module: prepared instances and compiled code are released
+// once running calls finish. If a call is still running when ctx ends (or
+// after 10 s without a deadline), the compiled code is left to the garbage
+// collector rather than pulled from under it, and Close reports it.
+func (m *Module) Close(ctx context.Context) error {
+	var err error
+	m.closeOnce.Do(func() {
+		m.closed.Store(true)
+		m.r.mu.Lock()
+		delete(m.r.modules, m)
+		m.r.mu.Unlock()
+		idle := make(chan struct{})
+		go func() { m.calls.Wait(); close(idle) }()
+		wait := ctx
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(ctx, closeWait)
+			defer cancel()
+		}
+		select {
+		case <-idle:
+		case <-wait.Done():
+			err = fmt.Errorf("%w: skill %s: calls still running at close; its compiled code was not released", ErrInternal, m.name)
+			return
+		}
+		for m.filling.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		for {
+			select {
+			case p := <-m.ready:
+				p.Close(ctx)
+				continue
+			default:
+			}
+			break
+		}
+		err = m.compiled.Close(ctx)
+	})
+	return err
+}
+
+// callState is the per-call bookkeeping behind fuel, the deadline, kernel
+// allocations and logs. It lives in the call's context; one call runs on one
+// goroutine, so it needs no lock.
+type callState struct {
+	m      *Module
+	ctx    context.Context
+	budget int64
+	chunk  int64
+
+	granted int64 // fuel handed to the guest so far
+	floor   int64 // guest fuel known consumed at the last refuel or settle
+	extra   int64 // host work charged
+	settled bool  // the export returned normally
+	left    int64 // guest fuel left at settle
+	allocs  int64 // live-ish kernel allocations: alloc walks the block list
+	oom     bool  // a memory.grow or kernel alloc was refused
+	blocks  blockTable
+
+	logLines, logBytes, logDropped int
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *callState {
+	st, _ := ctx.Value(stateKey{}).(*callState)
+	if st == nil {
+		panic(errs.New(ErrInternal, "host function called outside a buddy call"))
+	}
+	return st
+}
+
+// refuel is called by the guest when its fuel went negative: it checks the
+// deadline, ends the call if the budget is spent, else grants another chunk.
+func (st *callState) refuel(f int64) int64 {
+	if err := st.ctx.Err(); err != nil {
+		panic(err)
+	}
+	consumed := st.granted - f
+	st.floor = consumed
+	if total := consumed + st.extra; total > st.budget {
+		panic(&FuelError{Used: uint64(total), Budget: uint64(st.budget)})
+	}
+	// Grant a chunk, but at least the deficit: the guest must never get
+	// negative fuel back (it would ask again at once, forever, when the budget
+	// is spent to the unit). Grants stay within the budget: consumed+extra ≤
+	// budget here.
+	give := max(min(st.chunk, st.budget-consumed-st.extra), -f)
+	st.granted += give
+	return f + give
+}
+
+func (st *callState) settle(f int64) {
+	st.settled = true
+	st.left = f
+	st.floor = st.granted - f
+}
+
+// Charge implements hostfns.Call: host work counts against the same budget.
+func (st *callState) Charge(units int64) {
+	if units <= 0 {
+		return
+	}
+	st.extra += units
+	if total := st.floor + st.extra; total > st.budget {
+		panic(&FuelError{Used: uint64(total), Budget: uint64(st.budget)})
+	}
+}
+
+// used is the fuel of a finished call.
+func (st *callState) used() uint64 {
+	if st.settled {
+		return uint64(st.granted - st.left + st.extra)
+	}
+	return uint64(st.floor + st.extra)
+}
+
+// Allocated implements hostfns.Call: a host function allocated a kernel block
+// (a result); guest entries it overlaps are stale.
+func (st *callState) Allocated(ptr, size uint64) {
+	st.blocks.invalidate(ptr-min(ptr, headerSize), ptr+size)
+}
+
+// Log implements hostfns.Call and is the Extism logger of the instance.
+func (st *callState) Log(level int32, msg string) {
+	if st.logLines >= maxLogLines || st.logBytes+len(msg) > maxLogBytes {
+		st.logDropped++
+		return
+	}
+	st.logLines++
+	st.logBytes += len(msg)
+	if st.m.r.opts.Log != nil {
+		st.m.r.opts.Log(st.m.name, Level(level), msg)
+	}
+}
+
+func (st *callState) log(level extism.LogLevel, msg string) {
+	l := int32(LevelError)
+	switch level {
+	case extism.LogLevelTrace:
+		l = int32(LevelTrace)
+	case extism.LogLevelDebug:
+		l = int32(LevelDebug)
+	case extism.LogLevelInfo:
+		l = int32(LevelInfo)
+	case extism.LogLevelWarn:
+		l = int32(LevelWarn)
+	}
+	st.Log(l, msg)
+}
+
+func (st *callState) flushLogs() {
+	if st.logDropped > 0 && st.m.r.opts.Log != nil {
+		st.m.r.opts.Log(st.m.name, LevelWarn, fmt.Sprintf("%d log lines dropped (limit %d lines, %d bytes per call)", st.logDropped, maxLogLines, maxLogBytes))
+	}
+}
+
+// Fuel charged for the kernel calls that the runtime wraps.
+const (
+	kernelCallCost = 50
+	kernelByteCost = 10 // bytes per unit for alloc sizes
+)
+
+// meterFunctions are the buddy:fuel functions the instrumenter calls and the
+// buddy:kernel wrappers of the Extism kernel functions it moved there.
+func (m *Module) meterFunctions() []extism.HostFunction {
+	fn := func(ns, name string, cb extism.HostFunctionStackCallback, params, results []api.ValueType) extism.HostFunction {
+		f := extism.NewHostFunctionWithStack(name, cb, params, results)
+		f.SetNamespace(ns)
+		return f
+	}
+	allocCap := uint64(m.manifest.Resources.MemoryMB) << 20
+	maxOut := uint64(m.r.opts.MaxOutputBytes)
+	return []extism.HostFunction{
+		fn(fuel.Module, fuel.RefuelName, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+			stack[0] = uint64(stateFrom(ctx).refuel(int64(stack[0])))
+		}, []api.ValueType{i64}, []api.ValueType{i64}),
+		fn(fuel.Module, fuel.SettleName, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+			stateFrom(ctx).settle(int64(stack[0]))
+		}, []api.ValueType{i64}, nil),
+		fn(fuel.Module, fuel.OOMName, func(ctx context.Context, _ *extism.CurrentPlugin, _ []uint64) {
+			stateFrom(ctx).oom = true
+		}, nil, nil),
+
+		fn(hostfns.KernelNamespace, "alloc", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			st := kernelEntry(ctx)
+			n := stack[0]
+			if n > allocCap {
+				st.oom = true
+				stack[0] = 0
+				return
+			}
+			// alloc walks the kernel's block list: charge for its length too.
+			st.allocs++
+			st.Charge(st.allocs + int64(n/kernelByteCost))
+			ptr, err := p.AllocWithContext(ctx, n)
+			if err != nil {
+				panic(err)
+			}
+			if ptr == 0 && n > 0 {
+				st.oom = true
+			}
+			st.blocks.add(ptr, n)
+			stack[0] = ptr
+		}, []api.ValueType{i64}, []api.ValueType{i64}),
+		fn(hostfns.KernelNamespace, "free", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			st := kernelEntry(ctx)
+			st.Charge(st.allocs)
+			st.blocks.remove(stack[0])
+			// The kernel frees only exact block starts it finds in its list, so
+			// any pointer may be passed on.
+			if err := p.FreeWithContext(ctx, stack[0]); err != nil {
+				panic(err)
+			}
+		}, []api.ValueType{i64}, nil),
+		fn(hostfns.KernelNamespace, "reset", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			st := kernelEntry(ctx)
+			st.blocks.reset()
+			kernelCall(ctx, "reset", stack)
+		}, nil, nil),
+		// Stores: only inside a live block the guest allocated (blocks.go).
+		fn(hostfns.KernelNamespace, "store_u8", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			st := stateFrom(ctx)
+			off := stack[0]
+			if !st.blocks.contains(off, 1) || !p.Memory().WriteByte(uint32(off), byte(stack[1])) {
+				panic(&TrapError{Reason: fmt.Sprintf("store_u8 at %#x: outside every block the guest allocated", off)})
+			}
+		}, []api.ValueType{i64, i32}, nil),
+		fn(hostfns.KernelNamespace, "store_u64", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			st := stateFrom(ctx)
+			off := stack[0]
+			if !st.blocks.contains(off, 8) || !p.Memory().WriteUint64Le(uint32(off), stack[1]) {
+				panic(&TrapError{Reason: fmt.Sprintf("store_u64 at %#x: outside every block the guest allocated", off)})
+			}
+		}, []api.ValueType{i64, i64}, nil),
+		fn(hostfns.KernelNamespace, "length", kernelLength, []api.ValueType{i64}, []api.ValueType{i64}),
+		fn(hostfns.KernelNamespace, "length_unsafe", kernelLength, []api.ValueType{i64}, []api.ValueType{i64}),
+		fn(hostfns.KernelNamespace, "output_set", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+			kernelEntry(ctx)
+			off, n := stack[0], stack[1]
+			if n > maxOut {
+				panic(errs.New(ErrTooLarge, fmt.Sprintf("output of %d bytes is over the %d-byte cap", n, maxOut)))
+			}
+			size := uint64(p.Memory().Size())
+			if off > size || n > size-off {
+				panic(&TrapError{Reason: fmt.Sprintf("output_set: block %#x+%d is outside kernel memory", off, n)})
+			}
+			kernelCall(ctx, "output_set", stack)
+		}, []api.ValueType{i64, i64}, nil),
+	}
+}
+
+// kernelCall calls an exported function of this instance's Extism kernel.
+func kernelCall(ctx context.Context, name string, stack []uint64) {
+	kernel, ok := ctx.Value(extism.PluginCtxKey("extism")).(api.Module)
+	if !ok {
+		panic(errs.New(ErrInternal, "no kernel in context"))
+	}
+	if err := kernel.ExportedFunction(name).CallWithStack(ctx, stack); err != nil {
+		panic(err)
+	}
+}
+
+func kernelLength(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+	st := kernelEntry(ctx)
+	st.Charge(st.allocs)
+	n, err := p.LengthWithContext(ctx, stack[0])
+	if err != nil {
+		panic(err)
+	}
+	stack[0] = n
+}
+
+// kernelEntry is the common start of every wrapped kernel call: the deadline is
+// checked here too, since kernel work is not metered by the instrumentation.
+func kernelEntry(ctx context.Context) *callState {
+	st := stateFrom(ctx)
+	if err := ctx.Err(); err != nil {
+		panic(err)
+	}
+	st.Charge(kernelCallCost)
+	return st
+}
+
+// classify turns what go-sdk and wazero return into buddy's typed errors.
+func (m *Module) classify(err error, st *callState, rc uint32) error {
+	res := m.manifest.Resources
+	var fe *FuelError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout) {
+		return &TimeoutError{Limit: res.Timeout}
+	}
+	if errors.Is(err, context.Canceled) {
+		return errs.Wrap(ErrCanceled, "call canceled", nil)
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return &SkillError{Code: exit.ExitCode(), Message: fmt.Sprintf("skill exited with code %d", exit.ExitCode()), Kind: ErrSkill}
+	}
+	// Typed errors our host functions panicked with.
+	for _, target := range []error{ErrMemoryLimit, ErrTooLarge, ErrTrap, ErrInternal, ErrForbidden} {
+		if errors.Is(err, target) {
+			var te *TrapError
+			if errors.As(err, &te) {
+				return &TrapError{Reason: te.Reason, Stack: stackOf(err.Error())}
+			}
+			var ke *errs.Error
+			if errors.As(err, &ke) {
+				return ke
+			}
+			return err
+		}
+	}
+	msg := err.Error()
+	if st.settled {
+		// The export returned normally: this is the guest's own error_set.
+		kind, text := errs.GuestKind(msg)
+		return &SkillError{Code: rc, Message: text, Kind: kind}
+	}
+	if st.oom {
+		return &MemoryError{Detail: "the guest ran out of memory: " + trapReason(msg), CapMB: res.MemoryMB}
+	}
+	switch {
+	case strings.Contains(msg, "Vars are disabled by this host"):
+		return errs.New(ErrForbidden, "Extism vars are not available: every call runs in a fresh instance (use the memory capability to keep data)")
+	case strings.Contains(msg, "out of memory"):
+		return &MemoryError{Detail: trapReason(msg), CapMB: res.MemoryMB}
+	}
+	return &TrapError{Reason: trapReason(msg), Stack: stackOf(msg)}
+}
+
+// trapReason is the first line of a wazero error without its decorations:
+// "wasm error: unreachable" → "unreachable".
+func trapReason(msg string) string {
+	l := firstLine(msg)
+	l = strings.TrimPrefix(l, "wasm error: ")
+	l = strings.TrimSuffix(l, " (recovered by wazero)")
+	return l
+}
+
+func stackOf(msg string) string {
+	if i := strings.Index(msg, "wasm stack trace:"); i >= 0 {
+		return strings.TrimSpace(msg[i:])
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func ctxError(ctx context.Context, limit time.Duration) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &TimeoutError{Limit: limit}
+	}
+	return errs.Wrap(ErrCanceled, "call canceled", nil)
+}

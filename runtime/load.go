@@ -1,0 +1,594 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/runtime/internal/fuel"
+)
+
+// Import namespaces a module may use besides buddy's.
+const (
+	kernelNS = "extism:host/env"
+	wasiNS   = "wasi_snapshot_preview1"
+)
+
+var (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
+
+type sig struct{ params, results []api.ValueType }
+
+// kernelImports are the Extism kernel functions a guest may import, with the
+// signatures go-sdk v1.7.1 defines (host.go instantiateEnvModule). The HTTP
+// functions are refused: they re-check no redirect hop and no dialled address
+// (RUNTIME.md §7.2); buddy:host/v1.http_get is the way to the network.
+var kernelImports = map[string]sig{
+	"alloc":            {[]api.ValueType{i64}, []api.ValueType{i64}},
+	"free":             {[]api.ValueType{i64}, nil},
+	"load_u8":          {[]api.ValueType{i64}, []api.ValueType{i32}},
+	"load_u64":         {[]api.ValueType{i64}, []api.ValueType{i64}},
+	"input_load_u8":    {[]api.ValueType{i64}, []api.ValueType{i32}},
+	"input_load_u64":   {[]api.ValueType{i64}, []api.ValueType{i64}},
+	"store_u8":         {[]api.ValueType{i64, i32}, nil},
+	"store_u64":        {[]api.ValueType{i64, i64}, nil},
+	"input_set":        {[]api.ValueType{i64, i64}, nil},
+	"output_set":       {[]api.ValueType{i64, i64}, nil},
+	"input_length":     {nil, []api.ValueType{i64}},
+	"input_offset":     {nil, []api.ValueType{i64}},
+	"output_length":    {nil, []api.ValueType{i64}},
+	"output_offset":    {nil, []api.ValueType{i64}},
+	"length":           {[]api.ValueType{i64}, []api.ValueType{i64}},
+	"length_unsafe":    {[]api.ValueType{i64}, []api.ValueType{i64}},
+	"reset":            {nil, nil},
+	"error_set":        {[]api.ValueType{i64}, nil},
+	"error_get":        {nil, []api.ValueType{i64}},
+	"memory_bytes":     {nil, []api.ValueType{i64}},
+	"config_get":       {[]api.ValueType{i64}, []api.ValueType{i64}},
+	"var_get":          {[]api.ValueType{i64}, []api.ValueType{i64}},
+	"var_set":          {[]api.ValueType{i64, i64}, nil},
+	"get_log_level":    {nil, []api.ValueType{i32}},
+	"log_trace":        {[]api.ValueType{i64}, nil},
+	"log_debug":        {[]api.ValueType{i64}, nil},
+	"log_info":         {[]api.ValueType{i64}, nil},
+	"log_warn":         {[]api.ValueType{i64}, nil},
+	"log_error":        {[]api.ValueType{i64}, nil},
+	"http_request":     {}, // refused below
+	"http_status_code": {},
+	"http_headers":     {},
+}
+
+var refusedKernel = map[string]bool{"http_request": true, "http_status_code": true, "http_headers": true}
+
+// wrappedKernel are the kernel imports the instrumenter moves to buddy:kernel,
+// where the runtime meters them, checks the deadline, caps allocations
+// (RUNTIME.md §2.3, §3.2) and keeps guest stores inside guest blocks
+// (blocks.go).
+var wrappedKernel = map[string]bool{"alloc": true, "free": true, "length": true, "length_unsafe": true,
+	"output_set": true, "store_u8": true, "store_u64": true, "reset": true}
+
+// capabilityOf names the manifest capability each buddy host function needs.
+var capabilityOf = map[string]string{
+	hostfns.FnLog:         "",
+	hostfns.FnFSRead:      "files_read",
+	hostfns.FnFSWrite:     "files_write",
+	hostfns.FnHTTPGet:     "network",
+	hostfns.FnEnvGet:      "env",
+	hostfns.FnKVGet:       "memory",
+	hostfns.FnKVSet:       "memory",
+	hostfns.FnKVDelete:    "memory",
+	hostfns.FnMemRemember: "memory",
+	hostfns.FnMemRecall:   "memory",
+}
+
+// Info describes a module: what it imports and exports, and its hash.
+type Info struct {
+	SHA256  string // hex of the original bytes
+	Size    int
+	Imports []string // "module.name", in import order
+	Exports []string // exported function names
+	WASI    bool     // imports wasi_snapshot_preview1 or is a reactor (_initialize)
+	info    *fuel.Info
+}
+
+// Inspect checks a module against a manifest without linking anything — the
+// install-time check: the module is valid wasm (validated by wazero), has no
+// start section, exports the entrypoint with an Extism signature, imports only
+// the Extism kernel, WASI and buddy host functions, only those the manifest
+// declares a capability for, and none beyond its permission level (a
+// read_only skill may not import fs_write). Load repeats the import checks
+// against the grants in force.
+func Inspect(ctx context.Context, wasm []byte, m *Manifest) (*Info, error) {
+	if m == nil {
+		m = DefaultManifest("skill")
+	}
+	fi, err := inspect(wasm)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkShape(fi, m.Entrypoint); err != nil {
+		return nil, err
+	}
+	for _, imp := range fi.Imports {
+		if err := checkKnownImport(imp); err != nil {
+			return nil, err
+		}
+		switch imp.Module {
+		case kernelNS, wasiNS:
+			continue
+		case hostfns.Namespace:
+		default:
+			return nil, &ImportError{Module: imp.Module, Name: imp.Name, Kind: ErrForbidden,
+				Reason: fmt.Sprintf("which buddy never provides: only %s, %s and %s functions are linked", kernelNS, wasiNS, hostfns.Namespace)}
+		}
+		need, known := capabilityOf[imp.Name]
+		if !known {
+			return nil, &ImportError{Module: imp.Module, Name: imp.Name, Reason: "which buddy does not provide (see docs/HOST_ABI.md)", Kind: ErrInvalidInput}
+		}
+		if need != "" && !declares(m.Capabilities, need) {
+			return nil, &ImportError{Module: imp.Module, Name: imp.Name,
+				Reason: fmt.Sprintf("but skill.toml declares no %s capability", need), Kind: ErrForbidden}
+		}
+	}
+	if err := checkPermission(fi, m.Permission); err != nil {
+		return nil, err
+	}
+	// Full validation, as Load does before instrumenting. The interpreter
+	// validates without generating native code.
+	v := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(api.CoreFeaturesV2).WithDebugInfoEnabled(false))
+	defer v.Close(ctx)
+	cm, err := v.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, &ModuleError{Detail: "invalid module", Err: err}
+	}
+	cm.Close(ctx)
+	return newInfo(wasm, fi), nil
+}
+
+// effects of the buddy host functions that change or reach out of the
+// sandbox, and the permission level each needs.
+var effectOf = map[string]Permission{
+	hostfns.FnFSWrite:     Mutating,
+	hostfns.FnKVSet:       Mutating,
+	hostfns.FnKVDelete:    Mutating,
+	hostfns.FnMemRemember: Mutating,
+	hostfns.FnHTTPGet:     Network,
+}
+
+// checkPermission refuses a module whose imports exceed its permission level:
+// the approval gate decides on the level, so a "read_only" skill that can
+// write would run without asking.
+func checkPermission(fi *fuel.Info, p Permission) error {
+	for _, imp := range fi.Imports {
+		if imp.Module != hostfns.Namespace {
+			continue
+		}
+		need, ok := effectOf[imp.Name]
+		if !ok {
+			continue
+		}
+		if p == need || (need == Mutating && p == Network) {
+			continue
+		}
+		return &ImportError{Module: imp.Module, Name: imp.Name, Kind: ErrForbidden,
+			Reason: fmt.Sprintf("but skill.toml declares permission %s; it needs %s", p, need)}
+	}
+	return nil
+}
+
+func declares(c Capabilities, name string) bool {
+	switch name {
+	case "files_read":
+		return c.FilesRead
+	case "files_write":
+		return c.FilesWrite
+	case "network":
+		return len(c.Network) > 0
+	case "env":
+		return len(c.Env) > 0
+	case "memory":
+		return c.Memory
+	}
+	return false
+}
+
+func inspect(wasm []byte) (*fuel.Info, error) {
+	if len(wasm) < 8 || !bytes.HasPrefix(wasm, []byte("\x00asm")) {
+		return nil, &ModuleError{Detail: "not a WebAssembly module (no \\0asm header)"}
+	}
+	fi, err := fuel.Inspect(wasm)
+	if err != nil {
+		return nil, &ModuleError{Detail: "malformed module", Err: err}
+	}
+	return fi, nil
+}
+
+func newInfo(wasm []byte, fi *fuel.Info) *Info {
+	sum := sha256.Sum256(wasm)
+	in := &Info{SHA256: hex.EncodeToString(sum[:]), Size: len(wasm), info: fi}
+	for _, imp := range fi.Imports {
+		in.Imports = append(in.Imports, imp.Module+"."+imp.Name)
+		if imp.Module == wasiNS {
+			in.WASI = true
+		}
+	}
+	for _, e := range fi.Exports {
+		if e.Kind == 0 {
+			in.Exports = append(in.Exports, e.Name)
+			// go-sdk calls a reactor's _initialize only with WASI enabled;
+			// TinyGo's wasm-unknown reactors need it too. The WASI module is
+			// then linked but unused: the guest imports none of it.
+			if e.Name == "_initialize" {
+				in.WASI = true
+			}
+		}
+	}
+	return in
+}
+
+// checkShape: no start section, the entrypoint is an exported function taking
+// nothing and returning at most one i32.
+func checkShape(fi *fuel.Info, entry string) error {
+	if fi.HasStart {
+		return &ModuleError{Detail: "module has a start section, which would run outside any call's limits; Extism plugins have none"}
+	}
+	if entry == "" {
+		return nil
+	}
+	for _, e := range fi.Exports {
+		if e.Name != entry {
+			continue
+		}
+		if e.Kind != 0 {
+			return &ModuleError{Detail: fmt.Sprintf("export %q is not a function", entry)}
+		}
+		if len(e.Type.Params) != 0 || len(e.Type.Results) > 1 {
+			return &ModuleError{Detail: fmt.Sprintf("export %q has type %s; Extism entry points take nothing and return an i32", entry, typeString(e.Type))}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: module exports no function %q (exports: %s)", ErrNotFound, entry, strings.Join(funcExports(fi), ", "))
+}
+
+func funcExports(fi *fuel.Info) []string {
+	var out []string
+	for _, e := range fi.Exports {
+		if e.Kind == 0 {
+			out = append(out, e.Name)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"none"}
+	}
+	return out
+}
+
+// checkKnownImport refuses what no grant can make work: non-functions,
+// reserved namespaces, refused or unknown kernel functions, bad kernel
+// signatures.
+func checkKnownImport(imp fuel.Import) error {
+	if imp.Kind != 0 {
+		kinds := map[byte]string{1: "a table", 2: "a memory", 3: "a global"}
+		return &ImportError{Module: imp.Module, Name: imp.Name, Reason: "refused: " + kinds[imp.Kind] + " import (Extism plugins import only functions)", Kind: ErrInvalidInput}
+	}
+	switch imp.Module {
+	case hostfns.FuelNamespace, hostfns.KernelNamespace:
+		return &ImportError{Module: imp.Module, Name: imp.Name, Reason: "refused: the namespace is reserved for buddy's instrumentation", Kind: ErrForbidden}
+	case kernelNS:
+		want, ok := kernelImports[imp.Name]
+		if !ok {
+			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: "which the Extism kernel does not provide", Kind: ErrInvalidInput}
+		}
+		if refusedKernel[imp.Name] {
+			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: "refused: Extism's HTTP client checks no redirect or address; use buddy:host/v1.http_get", Kind: ErrForbidden}
+		}
+		if !sameSig(imp.Type, want) {
+			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: fmt.Sprintf("signature mismatch: module wants %s, kernel has %s", typeString(imp.Type), sigString(want)), Kind: ErrInvalidInput}
+		}
+	}
+	return nil
+}
+
+// checkImports is the load-time check: every import is a kernel function, a
+// WASI function, or a host function linked for this skill.
+func checkImports(fi *fuel.Info, provided func(ns, name string) (sig, bool)) error {
+	for _, imp := range fi.Imports {
+		if err := checkKnownImport(imp); err != nil {
+			return err
+		}
+		switch imp.Module {
+		case kernelNS, wasiNS:
+			continue
+		}
+		want, ok := provided(imp.Module, imp.Name)
+		if !ok {
+			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: "not granted", Kind: ErrForbidden}
+		}
+		if !sameSig(imp.Type, want) {
+			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: fmt.Sprintf("signature mismatch: module wants %s, host has %s", typeString(imp.Type), sigString(want)), Kind: ErrInvalidInput}
+		}
+	}
+	return nil
+}
+
+func sameSig(t fuel.FuncType, s sig) bool {
+	if len(t.Params) != len(s.params) || len(t.Results) != len(s.results) {
+		return false
+	}
+	for i, p := range t.Params {
+		if api.ValueType(p) != s.params[i] {
+			return false
+		}
+	}
+	for i, r := range t.Results {
+		if api.ValueType(r) != s.results[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func typeString(t fuel.FuncType) string {
+	conv := func(v []fuel.ValueType) []api.ValueType {
+		out := make([]api.ValueType, len(v))
+		for i, x := range v {
+			out[i] = api.ValueType(x)
+		}
+		return out
+	}
+	return sigString(sig{conv(t.Params), conv(t.Results)})
+}
+
+func sigString(s sig) string {
+	names := func(v []api.ValueType) string {
+		p := make([]string, len(v))
+		for i, x := range v {
+			p[i] = api.ValueTypeName(x)
+		}
+		return "(" + strings.Join(p, ",") + ")"
+	}
+	return names(s.params) + "->" + names(s.results)
+}
+
+// importCost is the static fuel charged per call to an import, on top of the
+// call instruction itself: host work is not counted by the instrumentation.
+// Wrapped kernel functions and buddy host functions charge dynamically.
+func importCost(module, name string) int64 {
+	switch module {
+	case kernelNS:
+		switch {
+		case wrappedKernel[name]:
+			return 0
+		case strings.HasPrefix(name, "log_"), name == "var_set", name == "var_get", name == "config_get":
+			return 100
+		}
+		return 1
+	case wasiNS:
+		return 50
+	}
+	return 0
+}
+
+func renameKernel(module, name string) string {
+	if module == kernelNS && wrappedKernel[name] {
+		return hostfns.KernelNamespace
+	}
+	return ""
+}
+
+// bulkByteShift: memory.fill/copy/init cost one unit per 8 bytes, which keeps
+// their wall time per unit of fuel near that of ordinary instructions (a
+// 4 MiB fill takes ~0.3 ms, about what 500,000 instructions take).
+const bulkByteShift = 3
+
+var instrumentOptions = fuel.Options{ImportCost: importCost, Rename: renameKernel, BulkByteShift: bulkByteShift}
+
+// optionsFingerprint names the instrumentation options in the cache key, so
+// that changing what is renamed or charged never reuses old output.
+var optionsFingerprint = func() string {
+	h := sha256.New()
+	names := make([]string, 0, len(kernelImports))
+	for n := range kernelImports {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s=%s,%d;", n, renameKernel(kernelNS, n), importCost(kernelNS, n))
+	}
+	fmt.Fprintf(h, "wasi=%d;bulk=%d", importCost(wasiNS, "fd_write"), bulkByteShift)
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}()
+
+// instrumented returns the metered form of a module, from the cache when it was
+// made before (keyed by the original's sha256 and the instrumenter version).
+// A miss validates the original with wazero first.
+func (r *Runtime) instrumented(ctx context.Context, wasm []byte) ([]byte, error) {
+	key := sha256.Sum256(wasm)
+	r.mu.Lock()
+	cached, ok := r.instrCache[key]
+	r.mu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	path := ""
+	if r.opts.CacheDir != "" {
+		path = filepath.Join(r.opts.CacheDir, "instrumented", fmt.Sprintf("%x.v%d.%s.wasm", key, fuel.Version, optionsFingerprint))
+		if data, err := readCached(path); err == nil {
+			r.remember(key, data)
+			return data, nil
+		}
+	}
+	cm, err := r.validator.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, &ModuleError{Detail: "invalid module", Err: err}
+	}
+	_ = cm.Close(ctx)
+	out, _, err := fuel.Instrument(wasm, instrumentOptions)
+	if err != nil {
+		return nil, &ModuleError{Detail: "cannot meter module", Err: err}
+	}
+	if path != "" {
+		writeCached(path, out) // best effort: a failed write only costs a re-instrumentation
+	}
+	r.remember(key, out)
+	return out, nil
+}
+
+func (r *Runtime) remember(key [sha256.Size]byte, data []byte) {
+	r.mu.Lock()
+	r.instrCache[key] = data
+	r.mu.Unlock()
+}
+
+// Cached files carry the sha256 of their content in a trailer so that a torn
+// or corrupted file is ignored rather than executed.
+func readCached(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < sha256.Size {
+		return nil, fmt.Errorf("short cache file")
+	}
+	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("cache file checksum mismatch")
+	}
+	return body, nil
+}
+
+func writeCached(path string, body []byte) {
+	sum := sha256.Sum256(body)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(slices.Concat(body, sum[:]))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+// Spec says what to load.
+type Spec struct {
+	// Name is used in errors and logs; "" = the manifest's name.
+	Name string
+	// Manifest gives the entrypoint and the resources; nil = DefaultManifest.
+	Manifest *Manifest
+	// Host is the skill's linked host functions; nil = logging only.
+	Host *hostfns.Set
+}
+
+// Load validates, meters and compiles a module. The module may import only the
+// Extism kernel (without its HTTP functions), WASI, and the host functions in
+// spec.Host; anything else is refused with an *ImportError naming the import.
+// Compilation happens once; every Call gets a fresh instance.
+func (r *Runtime) Load(ctx context.Context, wasm []byte, spec Spec) (*Module, error) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%w: runtime is closed", ErrInternal)
+	}
+	m := spec.Manifest
+	if m == nil {
+		m = DefaultManifest("skill")
+	}
+	name := spec.Name
+	if name == "" {
+		name = m.Name
+	}
+	fi, err := inspect(wasm)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkShape(fi, m.Entrypoint); err != nil {
+		return nil, err
+	}
+	host := spec.Host
+	if host == nil {
+		if host, err = hostfns.Link(hostfns.Grants{}, hostfns.Deps{}); err != nil {
+			return nil, err
+		}
+	}
+	funcs := slices.Clone(host.Functions())
+	funcs = append(funcs, r.opts.ExtraHostFunctions...)
+	provided := func(ns, fn string) (sig, bool) {
+		for _, f := range funcs {
+			if f.Namespace == ns && f.Name == fn {
+				return sig{f.Params, f.Returns}, true
+			}
+		}
+		return sig{}, false
+	}
+	if err := checkImports(fi, provided); err != nil {
+		return nil, err
+	}
+	if err := checkPermission(fi, m.Permission); err != nil {
+		return nil, err
+	}
+	maxPages := m.Resources.MaxPages()
+	if fi.MemoryMin > uint64(maxPages) {
+		return nil, &MemoryError{Detail: fmt.Sprintf("module needs %d pages (%d MiB) of memory at start", fi.MemoryMin, fi.MemoryMin/16), CapMB: m.Resources.MemoryMB}
+	}
+	code, err := r.instrumented(ctx, wasm)
+	if err != nil {
+		return nil, err
+	}
+	mod := &Module{
+		r:        r,
+		name:     name,
+		manifest: m,
+		info:     newInfo(wasm, fi),
+		ready:    make(chan *extism.Plugin, max(r.opts.Prepared, 0)),
+	}
+	funcs = append(funcs, mod.meterFunctions()...)
+	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+		Wasm: []extism.Wasm{extism.WasmData{Data: code, Name: "main"}},
+		Memory: &extism.ManifestMemory{
+			MaxPages: maxPages,
+			// Vars are off: go-sdk's var_get writes at kernel offset 0 when
+			// the allocation fails (RUNTIME.md §3.3), and with a fresh
+			// instance per call they could not outlive the call anyway.
+			MaxVarBytes:          0,
+			MaxHttpResponseBytes: 0,
+		},
+	}, extism.PluginConfig{
+		RuntimeConfig: r.runtimeConfig(maxPages),
+		EnableWasi:    mod.info.WASI,
+	}, funcs)
+	if err != nil {
+		return nil, &ModuleError{Detail: "compiling " + name, Err: err}
+	}
+	mod.compiled = cp
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		cp.Close(ctx)
+		return nil, fmt.Errorf("%w: runtime is closed", ErrInternal)
+	}
+	r.modules[mod] = struct{}{}
+	r.mu.Unlock()
+	return mod, nil
+}

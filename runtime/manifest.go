@@ -1,0 +1,338 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/buddy-run/buddy/internal/domain"
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/tomlx"
+)
+
+// Permission is what a skill's effects are, for the approval gate.
+type Permission string
+
+// The permission levels (MISSION §1, §4).
+const (
+	ReadOnly Permission = "read_only"
+	Mutating Permission = "mutating"
+	Network  Permission = "network"
+)
+
+// Manifest defaults and bounds (docs/MANIFEST.md).
+const (
+	DefaultFuel       = 1_000_000_000
+	DefaultMemoryMB   = 16
+	DefaultTimeout    = 5 * time.Second
+	DefaultEntrypoint = "run"
+
+	MaxFuel     = 1 << 50
+	MinMemoryMB = 2    // the Extism kernel alone takes 1 MiB of the cap
+	MaxMemoryMB = 4096 // 65536 wasm pages, wazero's limit
+	MaxTimeout  = time.Hour
+)
+
+// Manifest is a parsed, validated skill.toml.
+type Manifest struct {
+	Name        string
+	Version     string
+	Description string
+	Author      string
+	Permission  Permission
+	Entrypoint  string
+	// InputSchema is the JSON Schema of the input, as the LLM sees it.
+	InputSchema  map[string]any
+	Capabilities Capabilities
+	Resources    Resources
+}
+
+// Capabilities is what a skill declares it may ask for. The operator's grants
+// (buddy.toml) are intersected with this; nothing here is granted by itself.
+type Capabilities struct {
+	FilesRead  bool     `json:"files_read"`
+	FilesWrite bool     `json:"files_write"`
+	Network    []string `json:"network"` // domain patterns: "example.com", "*.example.com"
+	Env        []string `json:"env"`     // environment variable names
+	Memory     bool     `json:"memory"`  // its own key-value and memory namespace
+}
+
+// Resources are the per-call limits a skill asks for.
+type Resources struct {
+	Fuel     uint64
+	MemoryMB int
+	Timeout  time.Duration
+}
+
+// DefaultManifest is what applies to a module run without a skill.toml: the
+// defaults above and no capabilities.
+func DefaultManifest(name string) *Manifest {
+	return &Manifest{
+		Name:        name,
+		Version:     "0.0.0",
+		Permission:  ReadOnly,
+		Entrypoint:  DefaultEntrypoint,
+		InputSchema: map[string]any{"type": "object"},
+		Resources:   Resources{Fuel: DefaultFuel, MemoryMB: DefaultMemoryMB, Timeout: DefaultTimeout},
+	}
+}
+
+// manifestFile mirrors skill.toml. Pointers tell "absent" from "zero".
+type manifestFile struct {
+	Skill struct {
+		Name        string         `toml:"name"`
+		Version     string         `toml:"version"`
+		Description string         `toml:"description"`
+		Author      string         `toml:"author"`
+		Permission  string         `toml:"permission"`
+		Entrypoint  *string        `toml:"entrypoint"`
+		InputSchema map[string]any `toml:"input_schema"`
+	} `toml:"skill"`
+	Capabilities struct {
+		FilesRead  bool     `toml:"files_read"`
+		FilesWrite bool     `toml:"files_write"`
+		Network    []string `toml:"network"`
+		Env        []string `toml:"env"`
+		Memory     bool     `toml:"memory"`
+	} `toml:"capabilities"`
+	Resources struct {
+		Fuel     *int64  `toml:"fuel"`
+		MemoryMB *int64  `toml:"memory_mb"`
+		Timeout  *string `toml:"timeout"`
+	} `toml:"resources"`
+}
+
+var (
+	nameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	exportRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.$-]{0,127}$`)
+	envRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	// semverRE is the regular expression of semver.org 2.0.0.
+	semverRE = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
+		`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
+		`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+)
+
+// ValidName reports whether s is a valid skill name: [a-z][a-z0-9_]{0,63}.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// LoadManifest reads and parses a skill.toml file.
+func LoadManifest(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, errs.Wrap(errs.ErrNotFound, "manifest "+path, err)
+		}
+		return nil, errs.Wrap(errs.ErrConfig, "reading manifest "+path, err)
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ParseManifest parses and validates skill.toml. Every unknown key and invalid
+// value is reported with its key path and line; the error wraps ErrConfig.
+func ParseManifest(data []byte) (*Manifest, error) {
+	var f manifestFile
+	idx, err := tomlx.Decode(data, &f)
+	if err != nil {
+		return nil, err
+	}
+	var bad []*tomlx.FieldError
+	fail := func(path string, format string, args ...any) {
+		bad = append(bad, idx.Errorf(strings.Split(path, "."), format, args...))
+	}
+
+	m := DefaultManifest(f.Skill.Name)
+	m.Version = f.Skill.Version
+	m.Description = strings.TrimSpace(f.Skill.Description)
+	m.Author = f.Skill.Author
+
+	switch {
+	case f.Skill.Name == "":
+		fail("skill.name", "required")
+	case !nameRE.MatchString(f.Skill.Name):
+		fail("skill.name", "%q must match [a-z][a-z0-9_]{0,63}", f.Skill.Name)
+	}
+	switch {
+	case f.Skill.Version == "":
+		fail("skill.version", "required")
+	case !semverRE.MatchString(f.Skill.Version):
+		fail("skill.version", "%q is not a semantic version (like 1.2.3)", f.Skill.Version)
+	}
+	switch {
+	case m.Description == "":
+		fail("skill.description", "required: it is what the LLM sees")
+	case len(m.Description) > 1024:
+		fail("skill.description", "longer than 1024 bytes")
+	}
+	if len(m.Author) > 256 {
+		fail("skill.author", "longer than 256 bytes")
+	}
+	switch p := Permission(f.Skill.Permission); p {
+	case ReadOnly, Mutating, Network:
+		m.Permission = p
+	case "":
+		fail("skill.permission", "required: read_only, mutating or network")
+	default:
+		fail("skill.permission", "%q must be read_only, mutating or network", f.Skill.Permission)
+	}
+	if f.Skill.Entrypoint != nil {
+		if !exportRE.MatchString(*f.Skill.Entrypoint) {
+			fail("skill.entrypoint", "%q is not a valid export name", *f.Skill.Entrypoint)
+		} else {
+			m.Entrypoint = *f.Skill.Entrypoint
+		}
+	}
+	if f.Skill.InputSchema != nil {
+		if at, err := checkSchema(f.Skill.InputSchema); err != nil {
+			fail("skill.input_schema"+at, "%v", err)
+		} else {
+			m.InputSchema = f.Skill.InputSchema
+		}
+	}
+
+	c := &f.Capabilities
+	m.Capabilities = Capabilities{FilesRead: c.FilesRead, FilesWrite: c.FilesWrite, Memory: c.Memory}
+	for i, d := range c.Network {
+		norm, err := domain.Normalize(d)
+		if err != nil {
+			fail(fmt.Sprintf("capabilities.network[%d]", i), "%v", err)
+			continue
+		}
+		m.Capabilities.Network = append(m.Capabilities.Network, norm)
+	}
+	for i, e := range c.Env {
+		if !envRE.MatchString(e) {
+			fail(fmt.Sprintf("capabilities.env[%d]", i), "%q is not an environment variable name", e)
+			continue
+		}
+		m.Capabilities.Env = append(m.Capabilities.Env, e)
+	}
+	m.Capabilities.Network = dedupe(m.Capabilities.Network)
+	m.Capabilities.Env = dedupe(m.Capabilities.Env)
+	// The approval gate decides on the permission level, so the level must
+	// cover what the capabilities allow.
+	if m.Capabilities.FilesWrite && m.Permission == ReadOnly {
+		fail("capabilities.files_write", "a read_only skill may not write files: declare permission = \"mutating\"")
+	}
+	if len(m.Capabilities.Network) > 0 && m.Permission != Network && m.Permission != "" {
+		fail("capabilities.network", "a skill that reaches the network must declare permission = \"network\"")
+	}
+
+	r := &f.Resources
+	if r.Fuel != nil {
+		switch {
+		case *r.Fuel <= 0:
+			fail("resources.fuel", "must be > 0")
+		case *r.Fuel > MaxFuel:
+			fail("resources.fuel", "must be <= %d", int64(MaxFuel))
+		default:
+			m.Resources.Fuel = uint64(*r.Fuel)
+		}
+	}
+	if r.MemoryMB != nil {
+		if *r.MemoryMB < MinMemoryMB || *r.MemoryMB > MaxMemoryMB {
+			fail("resources.memory_mb", "must be between %d and %d", MinMemoryMB, MaxMemoryMB)
+		} else {
+			m.Resources.MemoryMB = int(*r.MemoryMB)
+		}
+	}
+	if r.Timeout != nil {
+		d, err := time.ParseDuration(*r.Timeout)
+		switch {
+		case err != nil:
+			fail("resources.timeout", "%q is not a duration (like \"5s\" or \"500ms\")", *r.Timeout)
+		case d <= 0:
+			fail("resources.timeout", "must be > 0")
+		case d > MaxTimeout:
+			fail("resources.timeout", "must be <= %s", MaxTimeout)
+		default:
+			m.Resources.Timeout = d
+		}
+	}
+	if err := tomlx.Join(bad); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkSchema accepts a JSON Schema for a tool input: an object schema made
+// only of values JSON can carry. TOML dates and times cannot (encoding/json
+// would quietly turn them into strings), nor can NaN or infinities. On error it
+// returns where, relative to the schema (".type", ".properties.when.default").
+func checkSchema(s map[string]any) (string, error) {
+	t, ok := s["type"]
+	if !ok {
+		return "", fmt.Errorf(`needs type = "object" (tool inputs are JSON objects)`)
+	}
+	if t != "object" {
+		return ".type", fmt.Errorf(`must be "object" (tool inputs are JSON objects)`)
+	}
+	if p, ok := s["properties"]; ok {
+		if _, ok := p.(map[string]any); !ok {
+			return ".properties", fmt.Errorf("must be a table")
+		}
+	}
+	return checkJSON(s, "")
+}
+
+// checkJSON finds the first value under v that has no JSON form.
+func checkJSON(v any, at string) (string, error) {
+	switch v := v.(type) {
+	case nil, string, bool, int64:
+		return "", nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return at, fmt.Errorf("%v is not a JSON number", v)
+		}
+		return "", nil
+	case []any:
+		for i, e := range v {
+			if p, err := checkJSON(e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return p, err
+			}
+		}
+		return "", nil
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if p, err := checkJSON(v[k], at+"."+k); err != nil {
+				return p, err
+			}
+		}
+		return "", nil
+	}
+	if _, ok := v.(time.Time); ok || strings.HasPrefix(fmt.Sprintf("%T", v), "toml.Local") {
+		return at, fmt.Errorf("a TOML date or time (%v) is not valid in a JSON Schema; quote it as a string", v)
+	}
+	return at, fmt.Errorf("a %T value has no JSON form", v)
+}
+
+func dedupe(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	out := s[:0:0]
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// MaxPages is the wasm page cap of the skill's memory limit.
+func (r Resources) MaxPages() uint32 { return uint32(r.MemoryMB) * 16 }

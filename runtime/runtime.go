@@ -1,0 +1,213 @@
+// Package runtime runs skills: WebAssembly modules built with any Extism PDK,
+// compiled once and called in a fresh sandbox every time, with a deterministic
+// fuel budget, a wall-clock deadline and a memory cap.
+//
+//	rt, err := runtime.New(ctx, runtime.Options{CacheDir: dataDir + "/cache"})
+//	if err != nil { ... }
+//	defer rt.Close(ctx)
+//
+//	m, err := runtime.ParseManifest(skillTOML)          // or DefaultManifest
+//	host, err := hostfns.Link(grants, deps)             // what the skill may touch
+//	mod, err := rt.Load(ctx, wasm, runtime.Spec{Manifest: m, Host: host})
+//	if err != nil { ... }                               // ImportError, ModuleError, ...
+//	res, err := mod.Call(ctx, []byte(`{"path":"notes.txt"}`))
+//	// res.Output, res.Fuel; errors.Is(err, runtime.ErrFuelExhausted), ...
+//
+// How each limit is enforced, and what it cannot catch, is in docs/RATIONALE.md.
+// Everything else in buddy (the built-ins, the CLI, the server) calls skills only
+// through this package.
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxInputBytes  = 4 << 20
+	DefaultMaxOutputBytes = 4 << 20
+	DefaultPrepared       = 2
+	DefaultFuelChunk      = 1_000_000
+	maxLogLines           = 200
+	maxLogBytes           = 64 << 10
+)
+
+// Level is the level of a guest log line.
+type Level int32
+
+// Log levels, as Extism numbers them.
+const (
+	LevelTrace Level = 0
+	LevelDebug Level = 1
+	LevelInfo  Level = 2
+	LevelWarn  Level = 3
+	LevelError Level = 4
+)
+
+func (l Level) String() string {
+	switch l {
+	case LevelTrace:
+		return "trace"
+	case LevelDebug:
+		return "debug"
+	case LevelInfo:
+		return "info"
+	case LevelWarn:
+		return "warn"
+	}
+	return "error"
+}
+
+// Options configure a Runtime. The zero value is usable: no disk cache, default
+// limits, guest logs dropped.
+type Options struct {
+	// CacheDir holds instrumented modules and wazero's compilation cache, so
+	// that a restart neither re-instruments nor recompiles. "" keeps both in
+	// memory for the life of the Runtime. The directory must be writable by
+	// buddy alone: wazero executes the native code it finds there.
+	CacheDir string
+	// MaxConcurrent bounds calls running at once across all modules (each may
+	// hold a memory cap's worth of memory plus up to ~160 MiB of native stack
+	// during runaway recursion). 0 = 2 × GOMAXPROCS.
+	MaxConcurrent int
+	// Prepared is how many fresh instances each module keeps ready ahead of
+	// demand once it has been called; each is used once. 0 = DefaultPrepared,
+	// negative = none (every call instantiates).
+	Prepared int
+	// MaxInputBytes and MaxOutputBytes cap what crosses the boundary per call.
+	MaxInputBytes  int64
+	MaxOutputBytes int64
+	// Log receives guest log lines (Extism log_* and buddy:host/v1.log), at
+	// most 200 lines and 64 KiB per call. nil drops them.
+	Log func(skill string, level Level, msg string)
+	// FuelChunk is how much fuel the guest gets per refuel; the deadline is
+	// checked at every refuel. 0 = DefaultFuelChunk. Fuel counts do not depend
+	// on it.
+	FuelChunk int64
+	// ExtraHostFunctions are linked into every module besides its grants: for
+	// embedders and tests. Their namespaces count as granted.
+	ExtraHostFunctions []extism.HostFunction
+}
+
+// Runtime compiles and runs skills. It is safe for concurrent use; Close it to
+// release compiled code.
+type Runtime struct {
+	opts      Options
+	cache     wazero.CompilationCache
+	validator wazero.Runtime
+	sem       chan struct{}
+	ctx       context.Context // lives until Close; background work uses it
+	cancel    context.CancelFunc
+
+	// life is held shared by Load while it compiles and exclusively by Close,
+	// so that nothing compiles against a closed cache.
+	life       sync.RWMutex
+	mu         sync.Mutex
+	modules    map[*Module]struct{}
+	instrCache map[[sha256.Size]byte][]byte // in-memory instrumented modules
+	closed     bool
+	wg         sync.WaitGroup
+}
+
+// New returns a Runtime. With a CacheDir it creates the directory (0700).
+func New(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 2 * goruntime.GOMAXPROCS(0)
+	}
+	if opts.Prepared == 0 {
+		opts.Prepared = DefaultPrepared
+	}
+	if opts.MaxInputBytes <= 0 {
+		opts.MaxInputBytes = DefaultMaxInputBytes
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if opts.FuelChunk <= 0 {
+		opts.FuelChunk = DefaultFuelChunk
+	}
+	// go-sdk sends WASI stdout/stderr to the host's when this is set,
+	// overriding our module config: a guest must never write to our terminal.
+	os.Unsetenv("EXTISM_ENABLE_WASI_OUTPUT")
+	// go-sdk logs its own progress at debug and trace level through the same
+	// (process-global) filter as guest log_* calls, and prints it with the
+	// standard logger before an instance has our logger: keep those out. Guest
+	// info/warn/error lines pass; buddy:host/v1.log passes every level.
+	extism.SetLogLevel(extism.LogLevelInfo)
+
+	r := &Runtime{
+		opts:       opts,
+		sem:        make(chan struct{}, opts.MaxConcurrent),
+		modules:    map[*Module]struct{}{},
+		instrCache: map[[sha256.Size]byte][]byte{},
+	}
+	if opts.CacheDir != "" {
+		if err := os.MkdirAll(filepath.Join(opts.CacheDir, "wazero"), 0o700); err != nil {
+			return nil, fmt.Errorf("creating cache directory: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Join(opts.CacheDir, "instrumented"), 0o700); err != nil {
+			return nil, fmt.Errorf("creating cache directory: %w", err)
+		}
+		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(opts.CacheDir, "wazero"))
+		if err != nil {
+			return nil, fmt.Errorf("opening compilation cache: %w", err)
+		}
+		r.cache = c
+	} else {
+		r.cache = wazero.NewCompilationCache()
+	}
+	// The original of every module is validated by wazero before it is
+	// instrumented (RUNTIME.md §1.2): an invalid upload must not become valid by
+	// our rewriting. The interpreter validates without generating native code.
+	r.validator = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().
+		WithCoreFeatures(api.CoreFeaturesV2).WithDebugInfoEnabled(false))
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return r, nil
+}
+
+// Close unloads every module and releases the compilation cache.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.life.Lock()
+	defer r.life.Unlock()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	mods := make([]*Module, 0, len(r.modules))
+	for m := range r.modules {
+		mods = append(mods, m)
+	}
+	r.mu.Unlock()
+	r.cancel()
+	var err error
+	for _, m := range mods {
+		err = errors.Join(err, m.Close(ctx))
+	}
+	r.wg.Wait()
+	err = errors.Join(err, r.validator.Close(ctx))
+	// The cache goes last: closing it under a live CompiledPlugin breaks it
+	// (go-sdk #97).
+	return errors.Join(err, r.cache.Close(ctx))
+}
+
+func (r *Runtime) runtimeConfig(maxPages uint32) wazero.RuntimeConfig {
+	return wazero.NewRuntimeConfig().
+		WithCoreFeatures(api.CoreFeaturesV2).
+		WithCloseOnContextDone(false). // our refuel is the preemption point (RUNTIME.md §2)
+		WithDebugInfoEnabled(false).   // DWARF offsets are wrong after instrumenting anyway
+		WithCompilationCache(r.cache).
+		WithMemoryLimitPages(maxPages)
+}
