@@ -1,0 +1,184 @@
+package skillkit
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// fake installs a test host answering host calls with fn.
+func fake(t *testing.T, input string, fn func(name string, args ...[]byte) []byte) *TestHost {
+	t.Helper()
+	h := &TestHost{Input: []byte(input), Call: fn}
+	SetTestHost(h)
+	t.Cleanup(func() { SetTestHost(nil) })
+	return h
+}
+
+func TestDecodeStatuses(t *testing.T) {
+	cases := []struct {
+		block    []byte
+		wantKind Kind
+		wantOut  string
+	}{
+		{append([]byte{0}, "payload"...), "", "payload"},
+		{append([]byte{1}, "no"...), KindForbidden, ""},
+		{append([]byte{2}, "gone"...), KindNotFound, ""},
+		{append([]byte{3}, "big"...), KindTooLarge, ""},
+		{append([]byte{4}, "bad"...), KindInvalidInput, ""},
+		{append([]byte{5}, "down"...), KindUnavailable, ""},
+		{append([]byte{6}, "nope"...), KindDenied, ""},
+		{append([]byte{7}, "slow"...), KindTimeout, ""},
+		{append([]byte{8}, "bug"...), KindInternal, ""},
+		{append([]byte{200}, "unknown status"...), KindInternal, ""},
+		{nil, KindInternal, ""},
+	}
+	for _, c := range cases {
+		out, err := decode("fn", c.block)
+		if c.wantKind == "" {
+			if err != nil || string(out) != c.wantOut {
+				t.Errorf("decode(%q) = %q, %v", c.block, out, err)
+			}
+			continue
+		}
+		if KindOf(err) != c.wantKind {
+			t.Errorf("decode(%q): kind %q, want %q (err %v)", c.block, KindOf(err), c.wantKind, err)
+		}
+	}
+}
+
+func TestErrorsMatchByKind(t *testing.T) {
+	err := fmtErr()
+	if !errors.Is(err, ErrForbidden) || errors.Is(err, ErrNotFound) {
+		t.Fatalf("errors.Is mismatch for %v", err)
+	}
+	if got := err.Error(); got != "forbidden: read \"../x\": no" {
+		t.Errorf("Error() = %q: buddy reads the kind from this prefix", got)
+	}
+}
+
+func fmtErr() error { return Errorf(KindForbidden, "read %q: no", "../x") }
+
+func TestReadFileAndWriteFile(t *testing.T) {
+	files := map[string][]byte{"a.txt": []byte("hello")}
+	fake(t, "", func(name string, args ...[]byte) []byte {
+		switch name {
+		case "fs_read":
+			if b, ok := files[string(args[0])]; ok {
+				return Result("", b)
+			}
+			return Result(KindNotFound, []byte("no such file"))
+		case "fs_write":
+			files[string(args[0])] = args[1]
+			return Result("", binary.LittleEndian.AppendUint64(nil, uint64(len(args[1]))))
+		}
+		return Result(KindInternal, nil)
+	})
+	b, err := ReadFile("a.txt")
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("ReadFile = %q, %v", b, err)
+	}
+	if _, err := ReadFile("b.txt"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ReadFile(missing) = %v, want not found", err)
+	}
+	n, err := WriteFile("c.txt", []byte("xyz"))
+	if err != nil || n != 3 || string(files["c.txt"]) != "xyz" {
+		t.Fatalf("WriteFile = %d, %v", n, err)
+	}
+}
+
+func TestHTTPGetParsesTheResult(t *testing.T) {
+	hdr := []byte(`{"Content-Type":"text/plain"}`)
+	payload := binary.LittleEndian.AppendUint16(nil, 201)
+	payload = binary.LittleEndian.AppendUint32(payload, uint32(len(hdr)))
+	payload = append(append(payload, hdr...), "body!"...)
+	fake(t, "", func(name string, args ...[]byte) []byte {
+		if name != "http_get" || string(args[0]) != "https://example.com/" {
+			return Result(KindForbidden, []byte("not allowed"))
+		}
+		return Result("", payload)
+	})
+	r, err := HTTPGet("https://example.com/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != 201 || r.Headers["Content-Type"] != "text/plain" || string(r.Body) != "body!" {
+		t.Errorf("response = %+v", r)
+	}
+	if _, err := HTTPGet("https://evil.test/"); !errors.Is(err, ErrForbidden) {
+		t.Errorf("refused URL: %v", err)
+	}
+}
+
+func TestHTTPGetRefusesMalformedResults(t *testing.T) {
+	for _, payload := range [][]byte{{}, {1, 0, 0}, {200, 0, 10, 0, 0, 0, '{'}} {
+		fake(t, "", func(string, ...[]byte) []byte { return Result("", payload) })
+		if _, err := HTTPGet("https://x/"); !errors.Is(err, ErrInternal) {
+			t.Errorf("payload %v: err %v, want internal", payload, err)
+		}
+	}
+}
+
+func TestMemories(t *testing.T) {
+	fake(t, "", func(name string, args ...[]byte) []byte {
+		switch name {
+		case "memory_remember":
+			var req struct {
+				Text string   `json:"text"`
+				Tags []string `json:"tags"`
+			}
+			if json.Unmarshal(args[0], &req) != nil || req.Text == "" {
+				return Result(KindInvalidInput, []byte("bad request"))
+			}
+			return Result("", []byte(`{"id":42}`))
+		case "memory_recall":
+			return Result("", []byte(`{"memories":[{"id":42,"text":"dentist tuesday","tags":["health"],"created_at":"2026-11-22T10:00:00Z"}]}`))
+		}
+		return Result(KindInternal, nil)
+	})
+	id, err := Remember("dentist tuesday", []string{"health"})
+	if err != nil || id != 42 {
+		t.Fatalf("Remember = %d, %v", id, err)
+	}
+	ms, err := Recall("dentist", 5)
+	if err != nil || len(ms) != 1 || ms[0].Text != "dentist tuesday" || ms[0].CreatedAt.Year() != 2026 {
+		t.Fatalf("Recall = %+v, %v", ms, err)
+	}
+}
+
+func TestHandle(t *testing.T) {
+	type in struct {
+		Name string `json:"name"`
+	}
+	run := func(input string) *TestHost {
+		h := fake(t, input, nil)
+		Handle(func(i in) (any, error) {
+			if i.Name == "" {
+				return nil, Errorf(KindInvalidInput, "name is required")
+			}
+			return map[string]string{"greeting": "hi " + i.Name}, nil
+		})
+		return h
+	}
+	if h := run(`{"name":"Ada"}`); string(h.Output) != `{"greeting":"hi Ada"}` || h.Error != "" {
+		t.Errorf("ok: output %q error %q", h.Output, h.Error)
+	}
+	if h := run(`{}`); h.Error != "invalid_input: name is required" {
+		t.Errorf("missing name: error %q", h.Error)
+	}
+	if h := run(`not json`); !strings.HasPrefix(h.Error, "invalid_input: input is not valid JSON") {
+		t.Errorf("bad json: error %q", h.Error)
+	}
+	if h := run(``); h.Error != "invalid_input: name is required" {
+		t.Errorf("empty input is {}: error %q", h.Error)
+	}
+}
+
+func TestOutsideBuddyEverythingIsUnavailable(t *testing.T) {
+	SetTestHost(nil)
+	if _, err := ReadFile("x"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("ReadFile outside buddy = %v, want unavailable", err)
+	}
+}
