@@ -1,0 +1,96 @@
+# buddy — the two commands are `make run` and `make test` (README).
+#
+#   make run       build buddy and start it on its embedded defaults
+#   make test      everything the project checks (what CI runs)
+#   make build     bin/buddy
+#   make builtins  rebuild builtins-wasm/ from builtins-src/ with TinyGo
+#   make fixtures  rebuild runtime/testdata/*.wasm from their .wat
+#   make bench     benchmarks with real counts (results: docs/BENCHMARKS.md)
+#   make fuzz      every fuzz target for FUZZTIME each
+#   make check     gofmt, go mod tidy, generated files; then git diff --exit-code
+#   make lint      go vet and gofmt on every module
+#   make tools     install the pinned toolchains the tests need
+
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/buddy
+FUZZTIME ?= 60s
+BENCHTIME ?= 2s
+BENCHCOUNT ?= 6
+# Nested modules: ./... in the root skips them.
+GUEST_MODULES := skillkit builtins-src
+
+.PHONY: run build test test-go test-guests tools builtins builtins-check fixtures fixtures-check \
+	templates-check bench bench-once fuzz check lint clean
+
+run: build
+	./$(BIN) skill list
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/buddy
+
+# The toolchains the tests build guests with, pinned and installed by the
+# project's own scripts (idempotent: a fraction of a second once installed).
+tools:
+	@scripts/install-tinygo.sh
+	@scripts/install-guest-tools.sh wat c >/dev/null
+	@scripts/install-rust-wasm.sh >/dev/null
+
+test: tools builtins-check fixtures-check templates-check lint test-go test-guests bench-once
+	@echo "make test: all checks passed"
+
+test-go:
+	$(GO) test -race -timeout 20m ./...
+
+# skillkit and the built-in sources: host-side unit tests and a wasm vet.
+test-guests:
+	cd skillkit && $(GO) test -race ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
+	cd builtins-src && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
+
+# Every benchmark once, so none can rot; real numbers come from `make bench`.
+bench-once:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 15m ./...
+
+builtins:
+	scripts/build-builtins.sh
+
+builtins-check:
+	scripts/build-builtins.sh --check
+
+fixtures:
+	scripts/build-fixtures.sh
+
+fixtures-check:
+	scripts/build-fixtures.sh --check
+
+templates-check:
+	scripts/sync-templates.sh --check
+
+bench: tools
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./... | tee bench.out
+	@echo "compare runs with: go run golang.org/x/perf/cmd/benchstat@v0.0.0-20251208221838-04cf7a2dca90 bench.out"
+
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v /testdata/)); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+check: lint
+	$(GO) mod tidy
+	cd skillkit && $(GO) mod tidy
+	cd builtins-src && $(GO) mod tidy
+	scripts/build-builtins.sh
+	scripts/build-fixtures.sh
+	scripts/sync-templates.sh
+	git diff --exit-code
+
+clean:
+	rm -rf bin bench.out

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/internal/config"
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/registry"
+	"github.com/buddy-run/buddy/internal/store"
+	"github.com/buddy-run/buddy/runtime"
+)
+
+// env is what most commands need: the configuration, the runtime, and (when
+// asked) the store and the registry.
+type env struct {
+	cfg      *config.Config
+	defaults bool // no buddy.toml was found: the embedded defaults apply
+	dataDir  string
+	rt       *runtime.Runtime
+	st       *store.Store
+	reg      *registry.Registry
+}
+
+// openEnv loads the configuration and starts the runtime; withStore also
+// opens the database, and withRegistry registers the skills.
+func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withRegistry bool) (_ *env, err error) {
+	path, err := config.Find(configFlag)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{}
+	defer func() {
+		if err != nil {
+			e.Close(ctx)
+		}
+	}()
+	if path == "" {
+		e.defaults = true
+		if e.cfg, err = embeddedDefaults(); err != nil {
+			return nil, err
+		}
+	} else if e.cfg, err = config.Load(path); err != nil {
+		return nil, err
+	}
+	if e.dataDir, err = e.cfg.DataDir(); err != nil {
+		return nil, err
+	}
+	e.rt, err = runtime.New(ctx, runtime.Options{
+		CacheDir:      filepath.Join(e.dataDir, "cache"),
+		MaxConcurrent: e.cfg.Limits.MaxConcurrent,
+		Prepared:      -1, // one call per process: nothing to prepare ahead
+		Log:           guestLogger(a.stderr),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if withStore || withRegistry {
+		if e.st, err = store.Open(ctx, e.cfg.Storage.Path, store.Options{}); err != nil {
+			return nil, err
+		}
+	}
+	if withRegistry {
+		e.reg, err = registry.New(ctx, registry.Options{
+			Runtime: e.rt,
+			Config:  e.cfg,
+			Store:   e.st,
+			Deps:    hostfns.Deps{KV: e.st, Memories: e.st},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *env) Close(ctx context.Context) {
+	if e.reg != nil {
+		e.reg.Close(ctx)
+	}
+	if e.rt != nil {
+		e.rt.Close(ctx)
+	}
+	if e.st != nil {
+		e.st.Close()
+	}
+}
+
+// embeddedDefaults is the configuration used when there is no buddy.toml: the
+// built-ins read and write a workspace directory inside buddy's data
+// directory, memory is on, and nothing reaches the network.
+func embeddedDefaults() (*config.Config, error) {
+	c := config.Default()
+	dir, err := c.DataDir()
+	if err != nil {
+		return nil, err
+	}
+	ws := filepath.Join(dir, "workspace")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, "creating workspace "+ws, err)
+	}
+	c.Skills["read_file"] = config.Skill{AllowedDirectories: []string{ws}}
+	c.Skills["write_file"] = config.Skill{AllowedDirectories: []string{ws}}
+	c.Skills[registry.MemorySection] = config.Skill{Memory: true}
+	return c, nil
+}
+
+func guestLogger(w io.Writer) func(string, runtime.Level, string) {
+	return func(skill string, level runtime.Level, msg string) {
+		fmt.Fprintf(w, "[%s] %s: %s\n", skill, level, strings.TrimRight(msg, "\n"))
+	}
+}
+
+// flags parses args with positionals and flags in any order (Go's flag package
+// stops at the first positional): `run read_file --input x` and
+// `run --input x read_file` both work.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, errs.New(errs.ErrInvalidInput, err.Error())
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func wantArgs(cmd string, pos []string, n int, names string) error {
+	if len(pos) != n {
+		return errs.New(errs.ErrInvalidInput, fmt.Sprintf("usage: buddy %s %s", cmd, names))
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+// Command buddy is a personal AI assistant runtime in which every skill is a
+// WebAssembly plugin whose only I/O is a capability-gated host function.
+//
+//	buddy skill list                                  # registered skills, their permission and grants
+//	buddy skill run read_file --input '{"path":"notes.txt"}'
+//	buddy skill run ./plugin.wasm --input '{}'        # a module file, with skill.toml beside it if any
+//	buddy skill install ./plugin.wasm [--manifest skill.toml] [--upgrade] [--yes]
+//	buddy skill info NAME | remove NAME
+//	buddy skill init NAME --lang tinygo|rust [--dir DIR]
+//
+// On failure buddy prints "error: <kind>: <detail>" on stderr and exits with
+// the kind's code (README "Exit codes"); that contract is stable.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/buddy-run/buddy/internal/errs"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// app carries the standard streams of one invocation, so tests can run the
+// CLI in process.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// isTerminal reports whether stdin is a terminal a prompt can be answered on.
+	isTerminal func() bool
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, isTerminal: stdinIsTerminal}
+	err := a.dispatch(ctx, args)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	kind := errs.KindOf(err)
+	if ctx.Err() != nil && kind != errs.KindTimeout {
+		kind = errs.KindCanceled
+	}
+	fmt.Fprintf(stderr, "error: %s: %s\n", kind, detail(err, kind))
+	return errs.ExitCode(kind)
+}
+
+// detail is the message without a leading repetition of the kind.
+func detail(err error, kind errs.Kind) string {
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	if s := errs.Sentinel(kind); s != nil {
+		msg = strings.TrimPrefix(msg, s.Error()+": ")
+	}
+	return msg
+}
+
+var errHelp = errors.New("help shown")
+
+const usage = `buddy — a personal AI assistant whose every skill is a WebAssembly plugin
+
+Usage:
+  buddy skill list [--json]
+  buddy skill info NAME [--json]
+  buddy skill run NAME|FILE.wasm [--input JSON|@file|-] [--manifest skill.toml] [--entrypoint F] [--yes] [--stats]
+  buddy skill install FILE.wasm [--manifest skill.toml] [--upgrade] [--yes]
+  buddy skill remove NAME
+  buddy skill init NAME --lang tinygo|rust [--dir DIR]
+  buddy version
+
+Every command takes --config FILE (else $BUDDY_CONFIG, ./buddy.toml,
+$XDG_CONFIG_HOME/buddy/buddy.toml, or the embedded defaults).
+On failure: "error: <kind>: <detail>" on stderr and the kind's exit code.
+`
+
+func (a *app) dispatch(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, usage)
+		return errs.New(errs.ErrInvalidInput, "no command given")
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(a.stdout, usage)
+		return errHelp
+	case "version", "--version":
+		fmt.Fprintln(a.stdout, "buddy", version)
+		return nil
+	case "skill":
+		return a.skill(ctx, args[1:])
+	}
+	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown command %q (see buddy help)", args[0]))
+}
+
+func (a *app) skill(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errs.New(errs.ErrInvalidInput, "buddy skill needs a subcommand: list, info, run, install, remove, init")
+	}
+	switch args[0] {
+	case "list":
+		return a.skillList(ctx, args[1:])
+	case "info":
+		return a.skillInfo(ctx, args[1:])
+	case "run":
+		return a.skillRun(ctx, args[1:])
+	case "install":
+		return a.skillInstall(ctx, args[1:])
+	case "remove":
+		return a.skillRemove(ctx, args[1:])
+	case "init":
+		return a.skillInit(ctx, args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(a.stdout, usage)
+		return errHelp
+	}
+	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown skill subcommand %q (list, info, run, install, remove, init)", args[0]))
+}
+
+// stdinIsTerminal asks the kernel whether stdin is a terminal (a character
+// device such as /dev/null is not).
+func stdinIsTerminal() bool { return isTerminal(os.Stdin.Fd()) }

@@ -1,0 +1,5 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd)
+
+package main
+
+func isTerminal(fd uintptr) bool { return false }
