@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strings"
 
-
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/internal/domain"
 	"github.com/buddy-run/buddy/internal/errs"
