@@ -9,126 +9,39 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/hostile"
 )
 
-// hostilePolicy is the allowlist of the hostile-URL table and the fuzz target.
-var hostilePolicy = Policy{Domains: []string{
-	"example.com",
-	"*.example.org",
-	"api.example.net:8443",
-	"93.184.216.34",
-	"2606:2800:21f:cb07:6820:80da:af6b:8b2c",
-}}
+// hostilePolicy is the allowlist of the hostile-URL table and the fuzz target
+// (hostile.URLPolicy, shared with the end-to-end tests of cmd/buddy).
+var hostilePolicy = Policy{Domains: hostile.URLPolicy}
 
-// hostileURLs must all be refused by hostilePolicy, with the kind given.
-var hostileURLs = []struct {
+// hostileURLs must all be refused by hostilePolicy, with the kind given: the
+// rows of hostile.URLRows, which need no resolver.
+var hostileURLs = func() []struct {
 	url  string
 	kind error
-}{
-	// Hosts not on the list, and suffix tricks.
-	{"http://evil.test/", errs.ErrForbidden},
-	{"HTTP://EVIL.TEST/", errs.ErrForbidden},
-	{"http://example.com.evil.test/", errs.ErrForbidden},
-	{"http://evilexample.com/", errs.ErrForbidden},
-	{"http://example.comevil.test/", errs.ErrForbidden},
-	{"http://example.com%2eevil.test/", errs.ErrInvalidInput},
-	{"http://example.com%00.evil.test/", errs.ErrInvalidInput},
-	{"http://evil.test#@example.com/", errs.ErrForbidden},
-	{"http://evil.test?@example.com/", errs.ErrForbidden},
-	{"http://evil.test\\@example.com/", errs.ErrInvalidInput},
-	{"http://evil.test/.example.com", errs.ErrForbidden},
-	{"http://localhost/", errs.ErrForbidden},
-	{"http://LOCALHOST./", errs.ErrForbidden},
-	{"http://example.com../", errs.ErrInvalidInput},
-	{"http://exa mple.com/", errs.ErrInvalidInput},
-	{"http://*.example.org/", errs.ErrInvalidInput},
-	{"http://bücher.example.org/", errs.ErrForbidden},
-	{"http://xn--bcher-kva.example.com/", errs.ErrForbidden},
-	// A wildcard covers subdomains only.
-	{"http://example.org/", errs.ErrForbidden},
-	{"http://xexample.org/", errs.ErrForbidden},
-	{"http://example.org.evil.test/", errs.ErrForbidden},
-	{"http://www.example.com/", errs.ErrForbidden},
-	// Userinfo, in every shape.
-	{"http://example.com@evil.test/", errs.ErrForbidden},
-	{"http://user@example.com/", errs.ErrForbidden},
-	{"http://user:pass@example.com/", errs.ErrForbidden},
-	{"http://:@example.com/", errs.ErrForbidden},
-	{"http://@example.com/", errs.ErrForbidden},
-	{"http://127.0.0.1:80@example.com/", errs.ErrForbidden},
-	// IP literals in every spelling (none of these addresses is listed).
-	{"http://127.0.0.1/", errs.ErrForbidden},
-	{"http://2130706433/", errs.ErrForbidden},
-	{"http://0177.0.0.1/", errs.ErrForbidden},
-	{"http://0x7f.0.0.1/", errs.ErrForbidden},
-	{"http://0x7f000001/", errs.ErrForbidden},
-	{"http://0X7F.1/", errs.ErrForbidden},
-	{"http://127.1/", errs.ErrForbidden},
-	{"http://127.0.1/", errs.ErrForbidden},
-	{"http://127.0.0.1./", errs.ErrForbidden},
-	{"http://0/", errs.ErrForbidden},
-	{"http://0.0.0.0/", errs.ErrForbidden},
-	{"http://[::1]/", errs.ErrForbidden},
-	{"http://[::1]:80/", errs.ErrForbidden},
-	{"http://[0:0:0:0:0:0:0:1]/", errs.ErrForbidden},
-	{"http://[::]/", errs.ErrForbidden},
-	{"http://[::ffff:127.0.0.1]/", errs.ErrForbidden},
-	{"http://[::ffff:7f00:1]/", errs.ErrForbidden},
-	{"http://[0:0:0:0:0:ffff:127.0.0.1]/", errs.ErrForbidden},
-	{"http://[::127.0.0.1]/", errs.ErrForbidden},
-	{"http://[fe80::1%25eth0]/", errs.ErrForbidden},
-	{"http://[fe80::1]/", errs.ErrForbidden},
-	{"http://[fc00::1]/", errs.ErrForbidden},
-	{"http://[2002:7f00:1::]/", errs.ErrForbidden},
-	{"http://[64:ff9b::a00:1]/", errs.ErrForbidden},
-	{"http://[127.0.0.1]/", errs.ErrInvalidInput},
-	{"http://10.0.0.1/", errs.ErrForbidden},
-	{"http://012.0.0.1/", errs.ErrForbidden},
-	{"http://172.16.0.1/", errs.ErrForbidden},
-	{"http://192.168.1.1/", errs.ErrForbidden},
-	{"http://3232235777/", errs.ErrForbidden},
-	{"http://100.64.0.1/", errs.ErrForbidden},
-	{"http://198.18.0.1/", errs.ErrForbidden},
-	{"http://192.0.2.1/", errs.ErrForbidden},
-	{"http://224.0.0.1/", errs.ErrForbidden},
-	{"http://255.255.255.255/", errs.ErrForbidden},
-	{"http://1.1.1.1/", errs.ErrForbidden},
-	{"http://1.2.3.4.5/", errs.ErrInvalidInput},
-	{"http://example.256/", errs.ErrInvalidInput},
-	{"http://0x100000000/", errs.ErrInvalidInput},
-	{"http://%31%32%37.0.0.1/", errs.ErrInvalidInput},
-	// Cloud metadata endpoints.
-	{"http://169.254.169.254/latest/meta-data/", errs.ErrForbidden},
-	{"http://0xa9fea9fe/", errs.ErrForbidden},
-	{"http://[::ffff:169.254.169.254]/", errs.ErrForbidden},
-	{"http://[::ffff:a9fe:a9fe]/", errs.ErrForbidden},
-	{"http://[fd00:ec2::254]/", errs.ErrForbidden},
-	{"http://[64:ff9b::a9fe:a9fe]/", errs.ErrForbidden},
-	{"http://100.100.100.200/", errs.ErrForbidden},
-	// Schemes and URL shapes.
-	{"file:///etc/passwd", errs.ErrForbidden},
-	{"ftp://example.com/", errs.ErrForbidden},
-	{"gopher://example.com/", errs.ErrForbidden},
-	{"javascript:alert(1)", errs.ErrForbidden},
-	{"data:text/plain,hello", errs.ErrForbidden},
-	{"ws://example.com/", errs.ErrForbidden},
-	{"//example.com/", errs.ErrForbidden},
-	{"example.com/path", errs.ErrForbidden},
-	{"http:example.com", errs.ErrForbidden},
-	{"", errs.ErrForbidden},
-	{"http:///path", errs.ErrInvalidInput},
-	{"http://", errs.ErrInvalidInput},
-	{"http://:80/", errs.ErrInvalidInput},
-	{"http://example.com\t/", errs.ErrInvalidInput},
-	{"http://[::1/", errs.ErrInvalidInput},
-	{"http://" + strings.Repeat("a", MaxURLBytes), errs.ErrInvalidInput},
-	// Ports.
-	{"https://api.example.net/", errs.ErrForbidden},
-	{"http://api.example.net/", errs.ErrForbidden},
-	{"https://api.example.net:9443/", errs.ErrForbidden},
-	{"http://example.com:99999/", errs.ErrInvalidInput},
-	{"http://example.com:0/", errs.ErrInvalidInput},
-	{"https://example.com:443.evil.test/", errs.ErrInvalidInput},
+} {
+	out := make([]struct {
+		url  string
+		kind error
+	}, len(hostile.URLRows))
+	for i, r := range hostile.URLRows {
+		out[i].url, out[i].kind = r.URL, errs.Sentinel(r.Fetch)
+	}
+	return out
+}()
+
+// TestSharedTableAssumptions: the shared table's caps are this package's.
+func TestSharedTableAssumptions(t *testing.T) {
+	if hostile.MaxURLBytes != MaxURLBytes {
+		t.Errorf("hostile.MaxURLBytes = %d, MaxURLBytes = %d", hostile.MaxURLBytes, MaxURLBytes)
+	}
+	for _, tc := range hostileURLs {
+		if tc.kind == nil {
+			t.Errorf("row %q: no sentinel for its kind", tc.url)
+		}
+	}
 }
 
 func TestCheckRefusesHostileURLs(t *testing.T) {
