@@ -110,6 +110,16 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		}
 		defer p.Close(context.WithoutCancel(ctx))
 		p.SetLogger(st.log)
+		if m.info.info.HasStart {
+			// The module's start section, run where wazero would have run it
+			// (before anything else) but under this call's limits.
+			if _, _, err := p.CallWithContext(ctx, startExport, nil); err != nil {
+				st.settled = false // a failing start is no guest error_set
+				done <- outcome{err: err}
+				return
+			}
+			st.settled = false
+		}
 		rc, out, err := p.CallWithContext(ctx, fn, input)
 		done <- outcome{rc, out, err}
 	}()

@@ -239,14 +239,16 @@ func newInfo(wasm []byte, fi *fuel.Info) *Info {
 	return in
 }
 
-// checkShape: no start section, the entrypoint is an exported function taking
-// nothing and returning at most one i32.
+// checkShape: the entrypoint is an exported function taking nothing and
+// returning at most one i32, and it is not buddy's reserved start export. (A
+// start section is fine: it becomes startExport and runs at the start of each
+// call, inside the call's limits.)
 func checkShape(fi *fuel.Info, entry string) error {
-	if fi.HasStart {
-		return &ModuleError{Detail: "module has a start section, which would run outside any call's limits; Extism plugins have none"}
-	}
 	if entry == "" {
 		return nil
+	}
+	if entry == startExport {
+		return &ModuleError{Detail: fmt.Sprintf("%q is reserved for the module's start function", startExport)}
 	}
 	for _, e := range fi.Exports {
 		if e.Name != entry {
@@ -394,7 +396,15 @@ func renameKernel(module, name string) string {
 // 4 MiB fill takes ~0.3 ms, about what 500,000 instructions take).
 const bulkByteShift = 3
 
-var instrumentOptions = fuel.Options{ImportCost: importCost, Rename: renameKernel, BulkByteShift: bulkByteShift}
+// startExport is the name a module's start section is exported under: wazero
+// would run a start function inside instantiation, where no call's fuel,
+// deadline or memory accounting applies (and a start function that never
+// ends hangs plain go-sdk's NewPlugin). buddy runs it at the beginning of
+// every call instead, in the call's fresh instance and under its limits.
+const startExport = "__buddy_start"
+
+var instrumentOptions = fuel.Options{ImportCost: importCost, Rename: renameKernel,
+	BulkByteShift: bulkByteShift, StartExport: startExport}
 
 // optionsFingerprint names the instrumentation options in the cache key, so
 // that changing what is renamed or charged never reuses old output.
@@ -408,7 +418,7 @@ var optionsFingerprint = func() string {
 	for _, n := range names {
 		fmt.Fprintf(h, "%s=%s,%d;", n, renameKernel(kernelNS, n), importCost(kernelNS, n))
 	}
-	fmt.Fprintf(h, "wasi=%d;bulk=%d", importCost(wasiNS, "fd_write"), bulkByteShift)
+	fmt.Fprintf(h, "wasi=%d;bulk=%d;start=%s", importCost(wasiNS, "fd_write"), bulkByteShift, startExport)
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 

@@ -214,6 +214,10 @@ func TestLimits(t *testing.T) {
 		{file: "kernel_corrupt.wasm", want: runtime.ErrTrap, wantMsg: "outside every block", maxDur: 5 * time.Second},
 		{file: "kernel_corrupt.wasm", entry: "root", want: runtime.ErrTrap, wantMsg: "outside every block", maxDur: 5 * time.Second},
 		{file: "oob_kernel.wasm", entry: "store_u64_alias", want: runtime.ErrTrap, wantMsg: "outside every block"},
+		// A start section runs at the start of each call, metered: one that
+		// never ends is stopped like any loop (plain go-sdk hangs in NewPlugin).
+		{file: "start_forever.wasm", res: fuel(10_000_000), want: runtime.ErrFuelExhausted},
+		{file: "start_forever.wasm", res: deadline(300 * time.Millisecond), want: runtime.ErrTimeout, maxDur: 5 * time.Second},
 		{file: "trap.wasm", want: runtime.ErrTrap, wantMsg: "unreachable"},
 		{file: "trap.wasm", entry: "div0", want: runtime.ErrTrap, wantMsg: "divide by zero"},
 		{file: "trap.wasm", entry: "oob_load", want: runtime.ErrTrap, wantMsg: "out of bounds memory access"},
@@ -330,7 +334,6 @@ func TestLoadRefusals(t *testing.T) {
 		{"reserved_kernel.wasm", runtime.ErrForbidden, "buddy:kernel.alloc"},
 		{"import_memory.wasm", runtime.ErrInvalidInput, "memory import"},
 		{"bad_sig.wasm", runtime.ErrInvalidInput, "signature mismatch"},
-		{"start_forever.wasm", runtime.ErrInvalidInput, "start section"},
 		{"bigmem.wasm", runtime.ErrMemoryLimit, "1000 pages"},
 		{"global_reset.wasm", runtime.ErrInvalidInput, "invalid"},
 		{"notwasm.wasm", runtime.ErrInvalidInput, "not a WebAssembly module"},

@@ -143,9 +143,8 @@ for dir in "$src"/tinygo/*/; do
 done
 
 # A plugin written with the AssemblyScript PDK: assemblyscript/plugin.ts ->
-# as_plugin.wasm. --exportStart _initialize exports AssemblyScript's runtime
-# initialisation as a reactor's _initialize instead of a start section, which
-# buddy refuses (see assemblyscript/README.md).
+# as_plugin.wasm, built the way the PDK documents (its runtime initialisation
+# in a start section, which buddy runs at the start of each call).
 guest_tools="${GUEST_TOOLS_DIR:-/opt/guest-tools}"
 asc="$guest_tools/node_modules/.bin/asc"
 if [[ ! -x $asc || ! -d $guest_tools/node_modules/@extism/as-pdk ]]; then
@@ -159,7 +158,7 @@ for pkg in assemblyscript @extism/as-pdk; do
     echo "note: $pkg $got; as_plugin.wasm is pinned to $want (runtime/testdata/assemblyscript/package.json)" >&2
 done
 (cd "$src/assemblyscript" && "$asc" plugin.ts --path "$guest_tools/node_modules" -O3 \
-  --use abort=plugin/myAbort --exportStart _initialize -o "$out/as_plugin.wasm")
+  --use abort=plugin/myAbort -o "$out/as_plugin.wasm")
 built+=(as_plugin.wasm)
 
 printf 'this is not a wasm module, just text\n' >"$out/notwasm.wasm"

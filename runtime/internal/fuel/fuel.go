@@ -149,6 +149,13 @@ type Options struct {
 	// so buddy leaves it false.
 	ReentrantImports bool
 
+	// StartExport, if not empty, turns a start section into an export of that
+	// name instead of refusing the module: the start function then runs when
+	// the host calls that export (metered like any other) rather than inside
+	// instantiation, where no call's limits apply. The module must not export
+	// the name itself. Info.HasStart still reports the start section.
+	StartExport string
+
 	// allowStart keeps a start section (rewritten) instead of refusing it. Tests
 	// only: the spec suite has modules with start functions.
 	allowStart bool

@@ -965,9 +965,31 @@ func (r *reader) nameMap() error {
 // instrument assembles the output module.
 func (m *module) instrument(o resolved) ([]byte, error) {
 	m.o = &o
+	addedExport := false
 	if m.hasStart && !o.allowStart {
-		return nil, (&reader{fn: -1, what: "start section"}).unsupported(-1,
-			"start function %d (start sections are refused)", m.start)
+		if o.StartExport == "" {
+			return nil, (&reader{fn: -1, what: "start section"}).unsupported(-1,
+				"start function %d (start sections are refused)", m.start)
+		}
+		if !validUTF8(o.StartExport) {
+			return nil, &Error{Where: "start section", Offset: -1, Err: ErrOptions,
+				Detail: fmt.Sprintf("StartExport %q is not valid UTF-8", o.StartExport)}
+		}
+		for _, ex := range m.exports {
+			if ex.name == o.StartExport {
+				return nil, (&reader{fn: -1, what: "export section"}).unsupported(-1,
+					"the module exports %q, the name reserved for its start function", o.StartExport)
+			}
+		}
+		// The start function becomes an export (wrapped like the others) and
+		// the start section goes.
+		m.exports = append(m.exports, exportEntry{name: o.StartExport, kind: KindFunc, idx: m.start})
+		for i := range m.sections {
+			if m.sections[i].id == secStart {
+				m.sections[i].drop = true
+			}
+		}
+		addedExport = true
 	}
 	// Imports: refuse reserved modules, apply Rename, compute call costs.
 	m.importCost = make([]int64, m.numImports)
@@ -1108,6 +1130,9 @@ func (m *module) instrument(o resolved) ([]byte, error) {
 	}
 	if !have[secGlobal] {
 		missing = append(missing, synth{secGlobal, append([]byte{1}, fuelGlobalDecl...)})
+	}
+	if !have[secExport] && addedExport {
+		missing = append(missing, synth{secExport, m.exportSectionOut()})
 	}
 	if !have[secElement] && len(m.declare) > 0 {
 		missing = append(missing, synth{secElement, m.elementSectionOut()})
