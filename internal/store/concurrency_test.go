@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -59,5 +60,33 @@ func TestConcurrentWrites(t *testing.T) {
 	}
 	if keys != workers*perWorker || memories != workers*perWorker {
 		t.Errorf("usage counters: %d keys, %d memories; want %d each", keys, memories, workers*perWorker)
+	}
+}
+
+// TestConcurrentFirstOpen: many opens of a database file that does not exist
+// yet, at the same moment (two buddy processes started together), all succeed:
+// none may take the schema another is creating for a foreign database.
+func TestConcurrentFirstOpen(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		path := filepath.Join(t.TempDir(), "buddy.db")
+		var wg sync.WaitGroup
+		errc := make(chan error, 12)
+		for i := 0; i < 12; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st, err := Open(t.Context(), path, Options{})
+				if err != nil {
+					errc <- err
+					return
+				}
+				st.Close()
+			}()
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatalf("round %d: %v", round, err)
+		}
 	}
 }

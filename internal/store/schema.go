@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"time"
 
 	"github.com/ncruces/go-sqlite3"
 
@@ -166,11 +168,23 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	defer conn.Close()
 
-	var appID, version int
-	if err := conn.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
+	// The three facts are read in one transaction: another process creating
+	// the database at the same moment commits its tables and its version
+	// together, so a consistent snapshot never shows tables without a version.
+	var appID, version, objects int
+	check, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the writer's _txlock
+	if err != nil {
 		return openErr(s.path, err)
 	}
-	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+	err = check.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID)
+	if err == nil {
+		err = check.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+	}
+	if err == nil {
+		err = check.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects)
+	}
+	check.Rollback() // read only; journal_mode cannot change inside a transaction
+	if err != nil {
 		return openErr(s.path, err)
 	}
 	if appID != 0 && appID != applicationID {
@@ -179,19 +193,29 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := newerErr(s.path, version); err != nil {
 		return err
 	}
-	if version == 0 {
-		var objects int
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
-			return openErr(s.path, err)
-		}
-		if objects > 0 {
-			return notBuddy(s.path, "it is a SQLite database of another application")
-		}
+	if version == 0 && objects > 0 {
+		return notBuddy(s.path, "it is a SQLite database of another application")
 	}
 
+	// Switching to WAL needs an exclusive lock, and SQLite may answer BUSY at
+	// once rather than through the busy handler while another process opens
+	// the same new file; the switch is idempotent, so retry within the busy
+	// timeout.
 	var mode string
-	if err := conn.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
-		return openErr(s.path, err)
+	for deadline := time.Now().Add(busyTimeout); ; {
+		err := conn.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode)
+		if err == nil {
+			break
+		}
+		var se *sqlite3.Error
+		if !errors.As(err, &se) || se.Code() != sqlite3.BUSY || time.Now().After(deadline) {
+			return openErr(s.path, err)
+		}
+		select {
+		case <-ctx.Done():
+			return openErr(s.path, ctx.Err())
+		case <-time.After(time.Duration(5+rand.IntN(20)) * time.Millisecond):
+		}
 	}
 	if mode != "wal" {
 		return errs.New(errs.ErrConfig, fmt.Sprintf("database %s: cannot use WAL mode (journal_mode is %q)", s.path, mode))

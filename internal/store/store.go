@@ -182,6 +182,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, errs.Wrap(errs.ErrConfig, "creating the database directory "+filepath.Dir(abs), err)
 	}
+	unlock, err := setupLock(ctx, abs)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := checkFile(abs); err != nil {
 		return nil, err
 	}
