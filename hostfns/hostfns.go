@@ -302,6 +302,9 @@ func (s *Set) Close() error {
 		err = errors.Join(err, s.write.Close())
 		s.write = nil
 	}
+	if s.fetch != nil {
+		s.fetch.CloseIdleConnections()
+	}
 	return err
 }
 
@@ -333,7 +336,7 @@ func (s *Set) fsWrite(ctx context.Context, p *extism.CurrentPlugin, stack []uint
 	if !ok {
 		return
 	}
-	data, ok := readArg(ctx, p, FnFSWrite, stack[1], s.maxWrite, stack)
+	data, ok := readArg(ctx, p, fmt.Sprintf("write %q", truncate(string(path), 256)), stack[1], s.maxWrite, stack)
 	if !ok {
 		return
 	}
@@ -417,6 +420,14 @@ func readArg(ctx context.Context, p *extism.CurrentPlugin, fn string, off uint64
 	}
 	c.Charge(int64(n >> hostByteShift))
 	return slices.Clone(b), true
+}
+
+// truncate cuts s to at most n bytes for a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func readJSON(ctx context.Context, p *extism.CurrentPlugin, fn string, stack []uint64, v any) bool {

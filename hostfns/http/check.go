@@ -52,6 +52,14 @@ var publicSuffixes = map[string]bool{
 }
 
 // parseEntry validates and normalises one Policy.Domains entry.
+// CheckDomain reports whether s is an allowlist entry the fetcher accepts,
+// with the reason when it is not; configuration validation calls it so that
+// a bad entry is reported with its key path rather than when the skill loads.
+func CheckDomain(s string) error {
+	_, err := parseEntry(s)
+	return err
+}
+
 func parseEntry(s string) (entry, error) {
 	bad := func(why string, a ...any) (entry, error) {
 		return entry{}, errs.New(errs.ErrConfig, fmt.Sprintf("network allowlist entry %q: %s", s, fmt.Sprintf(why, a...)))

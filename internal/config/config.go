@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/domain"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/tomlx"
@@ -405,6 +406,13 @@ func Parse(data []byte) (*Config, error) {
 			}
 			if n == "*" {
 				v.fail(fmt.Sprintf("%s[%d]", at("allowed_domains"), i), "\"*\" would allow every host; list the domains (\"*.example.com\" for subdomains)")
+				continue
+			}
+			// The fetcher has rules of its own (no wildcard over a public
+			// suffix such as "*.co.uk", canonical IP literals): report them
+			// here, with the key, rather than when the skill loads.
+			if err := buddyhttp.CheckDomain(n); err != nil {
+				v.fail(fmt.Sprintf("%s[%d]", at("allowed_domains"), i), "%v", err)
 				continue
 			}
 			sk.AllowedDomains = append(sk.AllowedDomains, n)

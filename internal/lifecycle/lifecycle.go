@@ -122,7 +122,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			ok := false
 			if req.Consent != nil {
 				if ok, err = req.Consent(res.Widened); err != nil {
-					return nil, errs.Wrap(errs.ErrDenied, fmt.Sprintf("upgrade of %s widens its capabilities and was not approved", m.Name), err)
+					return nil, errs.Wrap(errs.ErrDenied, fmt.Sprintf("upgrade of %s widens its capabilities (%s) and was not approved", m.Name, strings.Join(res.Widened, "; ")), err)
 				}
 			}
 			if !ok {
