@@ -1,9 +1,6 @@
 package hostfns
 
-import (
-	"context"
-	"time"
-)
+import "github.com/buddy-run/buddy/hostfns/kv"
 
 // Namespace is the wasm import module of buddy's host functions, ABI version 1.
 // A future incompatible ABI gets a new namespace; v1 stays as documented in
@@ -55,26 +52,10 @@ const (
 	LogError int32 = 4
 )
 
-// KV is a namespaced key-value store with quotas, implemented by the store and
-// handed to Link by cmd/. Errors wrap errs.ErrNotFound (no such key) and
-// errs.ErrTooLarge (a quota would be exceeded).
-type KV interface {
-	KVGet(ctx context.Context, namespace, key string) ([]byte, error)
-	KVSet(ctx context.Context, namespace, key string, value []byte) error
-	KVDelete(ctx context.Context, namespace, key string) error
-}
-
-// Memories is a namespaced store of free-text memories searched by relevance.
-// Errors wrap errs.ErrTooLarge (quota) and errs.ErrInvalidInput (empty text).
-type Memories interface {
-	Remember(ctx context.Context, namespace, text string, tags []string) (int64, error)
-	Recall(ctx context.Context, namespace, query string, limit int) ([]Memory, error)
-}
-
-// Memory is one remembered text.
-type Memory struct {
-	ID        int64     `json:"id"`
-	Text      string    `json:"text"`
-	Tags      []string  `json:"tags"`
-	CreatedAt time.Time `json:"created_at"`
-}
+// KV, Memories and Memory are declared in package kv (a leaf, so that the
+// store implementing them imports nothing of the runtime).
+type (
+	KV       = kv.Store
+	Memories = kv.Memories
+	Memory   = kv.Memory
+)

@@ -12,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/kv"
 )
 
 // Remember stores a memory in namespace and returns its id. Tags are searched
@@ -76,7 +76,7 @@ func (s *Store) Remember(ctx context.Context, namespace, text string, tags []str
 // FTS5 syntax error or reach FTS5's operators. Common words ("the", "what") are
 // dropped when there are others. A query without words (empty, only
 // punctuation, or a single common word) returns the most recent memories.
-func (s *Store) Recall(ctx context.Context, namespace, query string, limit int) ([]hostfns.Memory, error) {
+func (s *Store) Recall(ctx context.Context, namespace, query string, limit int) ([]kv.Memory, error) {
 	if err := validNamespace(namespace); err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (s *Store) Recall(ctx context.Context, namespace, query string, limit int) 
 		return nil, dbErr(ctx, op, err)
 	}
 	if mine == 0 {
-		return []hostfns.Memory{}, nil
+		return []kv.Memory{}, nil
 	}
 	if share := float64(mine) / float64(all); share >= majorityShare {
 		mems, ok, err := s.recallGlobal(ctx, op, namespace, expr, limit, overfetch(limit, share))
@@ -135,7 +135,7 @@ func overfetch(limit int, share float64) int {
 // one restricted to it, so the result is exact when it has limit memories or
 // when fewer than n memories matched at all; ok says so. Otherwise the caller
 // must search inside the namespace.
-func (s *Store) recallGlobal(ctx context.Context, op, namespace, expr string, limit, n int) (_ []hostfns.Memory, ok bool, _ error) {
+func (s *Store) recallGlobal(ctx context.Context, op, namespace, expr string, limit, n int) (_ []kv.Memory, ok bool, _ error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?
 		ORDER BY bm25(memories_fts, 1.0, 2.0, 0.0), rowid DESC LIMIT ?`, `{text tags} : (`+expr+`)`, n)
 	if err != nil {
@@ -155,7 +155,7 @@ func (s *Store) recallGlobal(ctx context.Context, op, namespace, expr string, li
 		return nil, false, dbErr(ctx, op, err)
 	}
 	if len(ids) == 0 {
-		return []hostfns.Memory{}, true, nil
+		return []kv.Memory{}, true, nil
 	}
 
 	idList, err := json.Marshal(ids)
@@ -168,11 +168,11 @@ func (s *Store) recallGlobal(ctx context.Context, op, namespace, expr string, li
 	if err != nil {
 		return nil, false, err
 	}
-	byID := make(map[int64]hostfns.Memory, len(found))
+	byID := make(map[int64]kv.Memory, len(found))
 	for _, m := range found {
 		byID[m.ID] = m
 	}
-	out := make([]hostfns.Memory, 0, min(limit, len(found)))
+	out := make([]kv.Memory, 0, min(limit, len(found)))
 	for _, id := range ids {
 		if m, ok := byID[id]; ok && len(out) < limit {
 			out = append(out, m)
@@ -189,7 +189,7 @@ func (s *Store) recallGlobal(ctx context.Context, op, namespace, expr string, li
 // never leak them. bm25 counts the documents of every term of the query, the
 // namespace's included, which is why a large namespace goes through
 // recallGlobal instead.
-func (s *Store) recallInNamespace(ctx context.Context, op, namespace, expr string, limit int) ([]hostfns.Memory, error) {
+func (s *Store) recallInNamespace(ctx context.Context, op, namespace, expr string, limit int) ([]kv.Memory, error) {
 	match := `ns_token : "` + nsToken(namespace) + `" AND {text tags} : (` + expr + `)`
 	rows, err := s.reader.QueryContext(ctx, `SELECT m.id, m.text, m.tags, m.created_at
 		FROM (
@@ -204,14 +204,14 @@ func (s *Store) recallInNamespace(ctx context.Context, op, namespace, expr strin
 }
 
 // collectMemories reads rows of (id, text, tags, created_at).
-func collectMemories(ctx context.Context, op string, rows *sql.Rows, err error) ([]hostfns.Memory, error) {
+func collectMemories(ctx context.Context, op string, rows *sql.Rows, err error) ([]kv.Memory, error) {
 	if err != nil {
 		return nil, dbErr(ctx, op, err)
 	}
 	defer rows.Close()
-	out := []hostfns.Memory{}
+	out := []kv.Memory{}
 	for rows.Next() {
-		var m hostfns.Memory
+		var m kv.Memory
 		var tags string
 		var created int64
 		if err := rows.Scan(&m.ID, &m.Text, &tags, &created); err != nil {

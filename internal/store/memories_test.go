@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/kv"
 	"github.com/buddy-run/buddy/internal/errs"
 )
 
@@ -22,7 +22,7 @@ func remember(t *testing.T, s *Store, ns, text string, tags ...string) int64 {
 	return id
 }
 
-func texts(mems []hostfns.Memory) []string {
+func texts(mems []kv.Memory) []string {
 	var out []string
 	for _, m := range mems {
 		out = append(out, m.Text)
@@ -456,7 +456,7 @@ func TestRecallStrategiesAgree(t *testing.T) {
 	}
 	lone := remember(t, s, "big", "a zebra crossing on a long road among many other words here")
 
-	ids := func(mems []hostfns.Memory) []int64 {
+	ids := func(mems []kv.Memory) []int64 {
 		var out []int64
 		for _, m := range mems {
 			out = append(out, m.ID)

@@ -74,13 +74,13 @@ import (
 	"github.com/ncruces/go-sqlite3/driver"
 	"github.com/ncruces/go-sqlite3/ext/fts5"
 
-	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/kv"
 	"github.com/buddy-run/buddy/internal/errs"
 )
 
 var (
-	_ hostfns.KV       = (*Store)(nil)
-	_ hostfns.Memories = (*Store)(nil)
+	_ kv.Store    = (*Store)(nil)
+	_ kv.Memories = (*Store)(nil)
 )
 
 // Default quotas, used for the zero fields of Options.
