@@ -41,6 +41,8 @@ test: tools builtins-check fixtures-check templates-check lint test-go test-gues
 
 test-go:
 	$(GO) test -race -timeout 20m ./...
+	# The hostile modules 1,000 times each, concurrently (100 under -race above).
+	$(GO) test -count=1 -run '^TestHostileModulesInALoop$$' -timeout 10m ./runtime/
 
 # skillkit and the built-in sources: host-side unit tests and a wasm vet.
 test-guests:

@@ -566,7 +566,11 @@ func TestHostileModulesInALoop(t *testing.T) {
 		t.Skip("long")
 	}
 	rt := newRuntime(t, runtime.Options{MaxConcurrent: 4})
-	small := func(r *runtime.Resources) { r.Fuel = 2_000_000; r.Timeout = 2 * time.Second; r.MemoryMB = 4 }
+	small := func(r *runtime.Resources) { r.Fuel = 2_000_000; r.Timeout = 10 * time.Second; r.MemoryMB = 4 }
+	// Deep recursion and kernel-allocation spam cost time in proportion to
+	// depth (stack copying) and to the kernel's block walk: a smaller budget
+	// keeps 1,000 calls quick while still stopping each one by fuel.
+	smaller := func(r *runtime.Resources) { small(r); r.Fuel = 300_000 }
 	type target struct{ file, entry string }
 	targets := []target{
 		{"spin.wasm", ""}, {"calltree.wasm", ""}, {"recurse.wasm", ""}, {"grow.wasm", ""},
@@ -575,13 +579,22 @@ func TestHostileModulesInALoop(t *testing.T) {
 		{"oob_kernel.wasm", "load_u64"}, {"oob_kernel.wasm", "output_set"}, {"oob_kernel.wasm", "store_u64_alias"},
 		{"echo.wasm", "fail"},
 	}
-	const calls = 1000
+	// 1,000 calls per module (make test runs this test without the race
+	// detector too); 100 under -race, still from 4 goroutines at once.
+	calls := 1000
+	if raceEnabled {
+		calls = 100
+	}
 	var before, after goruntime.MemStats
 	goruntime.GC()
 	goruntime.ReadMemStats(&before)
 	for _, tg := range targets {
 		start := time.Now()
-		mod := load(t, rt, tg.file, manifest(tg.entry, small), nil)
+		res := small
+		if tg.file == "recurse.wasm" || tg.file == "alloc_spam.wasm" {
+			res = smaller
+		}
+		mod := load(t, rt, tg.file, manifest(tg.entry, res), nil)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		kinds := map[errs.Kind]int{}
