@@ -35,8 +35,11 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxInputBytes  = 4 << 20
-	DefaultMaxOutputBytes = 4 << 20
+	// Inputs and outputs: large enough for a file or body at the default
+	// read/fetch caps (10 MiB) with JSON escaping; inputs are also bounded
+	// by a quarter of the skill's kernel memory.
+	DefaultMaxInputBytes  = 32 << 20
+	DefaultMaxOutputBytes = 32 << 20
 	DefaultPrepared       = 2
 	DefaultFuelChunk      = 1_000_000
 	maxLogLines           = 200

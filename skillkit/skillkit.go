@@ -155,7 +155,8 @@ func Run(fn func(input []byte) ([]byte, error)) int32 {
 }
 
 // Handle decodes the JSON input into In, runs fn, and encodes its result as
-// the JSON output; errors are reported with their kind.
+// the JSON output (a RawJSON result is written as it is); errors are reported
+// with their kind.
 func Handle[In any](fn func(In) (any, error)) int32 {
 	var in In
 	if err := InputJSON(&in); err != nil {
@@ -164,6 +165,10 @@ func Handle[In any](fn func(In) (any, error)) int32 {
 	out, err := fn(in)
 	if err != nil {
 		return Fail(err)
+	}
+	if raw, ok := out.(RawJSON); ok {
+		hostOutput(raw)
+		return 0
 	}
 	if err := OutputJSON(out); err != nil {
 		return Fail(err)

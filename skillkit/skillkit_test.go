@@ -184,3 +184,47 @@ func TestOutsideBuddyEverythingIsUnavailable(t *testing.T) {
 		t.Errorf("ReadFile outside buddy = %v, want unavailable", err)
 	}
 }
+
+// AppendJSONString agrees with encoding/json on every input.
+func TestAppendJSONString(t *testing.T) {
+	inputs := []string{"", "plain", `quo"te`, `back\slash`, "new\nline\r\t", "\x00\x01\x1f", "<a>&b",
+		"é ü 中文 😀", "\u2028\u2029", "bad \xff utf8 \xc3", strings.Repeat("0123456789abcdef", 300)}
+	for _, in := range inputs {
+		want, _ := json.Marshal(in)
+		if got := AppendJSONString(nil, in); string(got) != string(want) {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "a\"b", "\xff", "\u2028", "<&>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendJSONString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+func TestObjectAndRawJSON(t *testing.T) {
+	var o Object
+	o.String("content", "hi \"you\"")
+	o.Int("n", -3)
+	o.Bool("ok", true)
+	o.Raw("list", []byte(`[1,2]`))
+	if got := string(o.JSON()); got != `{"content":"hi \"you\"","n":-3,"ok":true,"list":[1,2]}` {
+		t.Errorf("object %s", got)
+	}
+	var empty Object
+	if got := string(empty.JSON()); got != "{}" {
+		t.Errorf("empty object %s", got)
+	}
+	h := fake(t, `{}`, nil)
+	Handle(func(struct{}) (any, error) { return RawJSON(`{"raw":true}`), nil })
+	if string(h.Output) != `{"raw":true}` {
+		t.Errorf("RawJSON output %q", h.Output)
+	}
+}

@@ -2,20 +2,10 @@
 // operator allowed: {url} → {status, body}.
 package main
 
-import (
-	"strings"
-
-	"github.com/buddy-run/buddy/skillkit"
-)
+import "github.com/buddy-run/buddy/skillkit"
 
 type input struct {
 	URL string `json:"url"`
-}
-
-type output struct {
-	Status      int    `json:"status"`
-	ContentType string `json:"content_type,omitempty"`
-	Body        string `json:"body"`
 }
 
 //go:wasmexport run
@@ -28,11 +18,16 @@ func run() int32 {
 		if err != nil {
 			return nil, err
 		}
-		return output{
-			Status:      resp.Status,
-			ContentType: resp.Headers["Content-Type"],
-			Body:        strings.ToValidUTF8(string(resp.Body), "\uFFFD"),
-		}, nil
+		// {status, content_type, body}, written directly (invalid UTF-8 in the
+		// body becomes U+FFFD).
+		var o skillkit.Object
+		o.Grow(len(resp.Body) + len(resp.Body)/8 + 64)
+		o.Int("status", int64(resp.Status))
+		if ct := resp.Headers["Content-Type"]; ct != "" {
+			o.String("content_type", ct)
+		}
+		o.Bytes("body", resp.Body)
+		return o.JSON(), nil
 	})
 }
 

@@ -12,10 +12,6 @@ type input struct {
 	Path string `json:"path"`
 }
 
-type output struct {
-	Content string `json:"content"`
-}
-
 //go:wasmexport run
 func run() int32 {
 	return skillkit.Handle(func(in input) (any, error) {
@@ -29,7 +25,12 @@ func run() int32 {
 		if !utf8.Valid(data) {
 			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "%s is not UTF-8 text (%d bytes)", in.Path, len(data))
 		}
-		return output{Content: string(data)}, nil
+		// {"content": "..."} written directly: encoding/json would copy the
+		// content several times (and slowly, through reflection).
+		var o skillkit.Object
+		o.Grow(len(data) + len(data)/8 + 16)
+		o.Bytes("content", data)
+		return o.JSON(), nil
 	})
 }
 
