@@ -12,6 +12,7 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/buddy-run/buddy/hostfns"
@@ -97,10 +98,10 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		err error
 	}
 	done := make(chan outcome, 1)
-	// The call runs on its own goroutine so that the caller gets its answer at
-	// the deadline even if a host function ignores the context; the goroutine
-	// finishes (and releases its slot) when that function returns.
-	go func() {
+	// The call runs on a worker goroutine so that the caller gets its answer at
+	// the deadline even if a host function ignores the context; the worker
+	// finishes the job (and releases its slot) when that function returns.
+	m.r.submit(func() {
 		defer release()
 		defer cancel()
 		p, err := m.instance(ctx)
@@ -122,7 +123,7 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		}
 		rc, out, err := p.CallWithContext(ctx, fn, input)
 		done <- outcome{rc, out, err}
-	}()
+	})
 	m.refill()
 
 	var o outcome
@@ -163,10 +164,12 @@ func (m *Module) instance(ctx context.Context) (*extism.Plugin, error) {
 }
 
 func (m *Module) newInstance(ctx context.Context) (*extism.Plugin, error) {
-	p, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{
+	p, err := m.compiled.Instance(experimental.WithMemoryAllocator(ctx, m.r.mem), extism.PluginInstanceConfig{
 		// No filesystem, no env, no args, no stdin/stdout/stderr, fake clocks and
 		// a deterministic random source: WASI gives a guest nothing of the host.
-		ModuleConfig: wazero.NewModuleConfig(),
+		// (wazero's default fake source seeds a math/rand generator per
+		// instance, a sixth of a trivial call's CPU; ours is as deterministic.)
+		ModuleConfig: wazero.NewModuleConfig().WithRandSource(&xorshiftReader{state: 0x9E3779B97F4A7C15}),
 	})
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -178,6 +181,22 @@ func (m *Module) newInstance(ctx context.Context) (*extism.Plugin, error) {
 		return nil, &TrapError{Reason: "instantiating: " + firstLine(err.Error())}
 	}
 	return p, nil
+}
+
+// xorshiftReader is a deterministic pseudo-random stream for WASI random_get:
+// the same sequence in every instance, as wazero's default, without its
+// per-instance seeding cost. Guests must not use it for secrets (there are
+// none to protect inside a skill: its only I/O is buddy's host functions).
+type xorshiftReader struct{ state uint64 }
+
+func (x *xorshiftReader) Read(p []byte) (int, error) {
+	for i := range p {
+		x.state ^= x.state << 13
+		x.state ^= x.state >> 7
+		x.state ^= x.state << 17
+		p[i] = byte(x.state >> 56)
+	}
+	return len(p), nil
 }
 
 // refill tops up the prepared instances in the background, one filler at a time.
@@ -275,6 +294,7 @@ type callState struct {
 	allocs  int64 // live-ish kernel allocations: alloc walks the block list
 	oom     bool  // a memory.grow or kernel alloc was refused
 	blocks  blockTable
+	kernel  kernelFuncs // this instance's kernel exports, looked up once
 
 	logLines, logBytes, logDropped int
 }
@@ -390,7 +410,7 @@ func (m *Module) meterFunctions() []extism.HostFunction {
 	}
 	allocCap := uint64(m.manifest.Resources.MemoryMB) << 20
 	maxOut := uint64(m.r.opts.MaxOutputBytes)
-	return []extism.HostFunction{
+	out := []extism.HostFunction{
 		fn(fuel.Module, fuel.RefuelName, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 			stack[0] = uint64(stateFrom(ctx).refuel(int64(stack[0])))
 		}, []api.ValueType{i64}, []api.ValueType{i64}),
@@ -412,10 +432,9 @@ func (m *Module) meterFunctions() []extism.HostFunction {
 			// alloc walks the kernel's block list: charge for its length too.
 			st.allocs++
 			st.Charge(st.allocs + int64(n/kernelByteCost))
-			ptr, err := p.AllocWithContext(ctx, n)
-			if err != nil {
-				panic(err)
-			}
+			stack[0] = n
+			kernelCall(ctx, st, kAlloc, stack)
+			ptr := stack[0]
 			if ptr == 0 && n > 0 {
 				st.oom = true
 			}
@@ -428,66 +447,124 @@ func (m *Module) meterFunctions() []extism.HostFunction {
 			st.blocks.remove(stack[0])
 			// The kernel frees only exact block starts it finds in its list, so
 			// any pointer may be passed on.
-			if err := p.FreeWithContext(ctx, stack[0]); err != nil {
-				panic(err)
-			}
+			kernelCall(ctx, st, kFree, stack)
 		}, []api.ValueType{i64}, nil),
 		fn(hostfns.KernelNamespace, "reset", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 			st := kernelEntry(ctx)
 			st.blocks.reset()
-			kernelCall(ctx, "reset", stack)
+			kernelCall(ctx, st, kReset, stack)
 		}, nil, nil),
 		// Stores: only inside a live block the guest allocated (blocks.go).
 		fn(hostfns.KernelNamespace, "store_u8", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 			st := stateFrom(ctx)
 			off := stack[0]
-			if !st.blocks.contains(off, 1) || !p.Memory().WriteByte(uint32(off), byte(stack[1])) {
+			if !st.blocks.contains(off, 1) || !st.kernelMem(ctx).WriteByte(uint32(off), byte(stack[1])) {
 				panic(&TrapError{Reason: fmt.Sprintf("store_u8 at %#x: outside every block the guest allocated", off)})
 			}
 		}, []api.ValueType{i64, i32}, nil),
 		fn(hostfns.KernelNamespace, "store_u64", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 			st := stateFrom(ctx)
 			off := stack[0]
-			if !st.blocks.contains(off, 8) || !p.Memory().WriteUint64Le(uint32(off), stack[1]) {
+			if !st.blocks.contains(off, 8) || !st.kernelMem(ctx).WriteUint64Le(uint32(off), stack[1]) {
 				panic(&TrapError{Reason: fmt.Sprintf("store_u64 at %#x: outside every block the guest allocated", off)})
 			}
 		}, []api.ValueType{i64, i64}, nil),
 		fn(hostfns.KernelNamespace, "length", kernelLength, []api.ValueType{i64}, []api.ValueType{i64}),
 		fn(hostfns.KernelNamespace, "length_unsafe", kernelLength, []api.ValueType{i64}, []api.ValueType{i64}),
 		fn(hostfns.KernelNamespace, "output_set", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			kernelEntry(ctx)
+			st := kernelEntry(ctx)
 			off, n := stack[0], stack[1]
 			if n > maxOut {
 				panic(errs.New(ErrTooLarge, fmt.Sprintf("output of %d bytes is over the %d-byte cap", n, maxOut)))
 			}
-			size := uint64(p.Memory().Size())
+			size := uint64(st.kernelMem(ctx).Size())
 			if off > size || n > size-off {
 				panic(&TrapError{Reason: fmt.Sprintf("output_set: block %#x+%d is outside kernel memory", off, n)})
 			}
-			kernelCall(ctx, "output_set", stack)
+			kernelCall(ctx, st, kOutputSet, stack)
 		}, []api.ValueType{i64, i64}, nil),
 	}
+	// The rest of the kernel functions go-sdk proxies (looking the export up
+	// on every call) are forwarded with the cached handle.
+	for i := kFirstPlain; i < kernelIndex(kernelCount); i++ {
+		name := kernelNames[i]
+		out = append(out, fn(hostfns.KernelNamespace, name, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+			kernelCall(ctx, stateFrom(ctx), i, stack)
+		}, kernelImports[name].params, kernelImports[name].results))
+	}
+	return out
+}
+
+// kernelFuncs caches the kernel exports the wrappers call: wazero builds a
+// new call engine (and stack) for every ExportedFunction lookup, and go-sdk's
+// AllocWithContext and friends look up on every call.
+type kernelFuncs struct {
+	mod api.Module
+	mem api.Memory
+	fns [kernelCount]api.Function
+}
+
+func (st *callState) kernelModule(ctx context.Context) api.Module {
+	k := &st.kernel
+	if k.mod == nil {
+		mod, ok := ctx.Value(extism.PluginCtxKey("extism")).(api.Module)
+		if !ok {
+			panic(errs.New(ErrInternal, "no kernel in context"))
+		}
+		k.mod = mod
+	}
+	return k.mod
+}
+
+// kernelMem is the kernel's memory (go-sdk's Memory() looks it up by name on
+// every call; stores are the hottest kernel calls).
+func (st *callState) kernelMem(ctx context.Context) api.Memory {
+	if st.kernel.mem == nil {
+		st.kernel.mem = st.kernelModule(ctx).Memory()
+	}
+	return st.kernel.mem
+}
+
+func (st *callState) kernelFn(ctx context.Context, i kernelIndex) api.Function {
+	f := st.kernel.fns[i]
+	if f == nil {
+		f = st.kernelModule(ctx).ExportedFunction(kernelNames[i])
+		st.kernel.fns[i] = f
+	}
+	return f
 }
 
 // kernelCall calls an exported function of this instance's Extism kernel.
-func kernelCall(ctx context.Context, name string, stack []uint64) {
-	kernel, ok := ctx.Value(extism.PluginCtxKey("extism")).(api.Module)
-	if !ok {
-		panic(errs.New(ErrInternal, "no kernel in context"))
-	}
-	if err := kernel.ExportedFunction(name).CallWithStack(ctx, stack); err != nil {
+func kernelCall(ctx context.Context, st *callState, i kernelIndex, stack []uint64) {
+	if err := st.kernelFn(ctx, i).CallWithStack(ctx, stack); err != nil {
 		panic(err)
 	}
 }
+
+// kernelIndex names a kernel export the runtime calls on the guest's behalf.
+type kernelIndex int
+
+// kernelNames lists them: first those the runtime's own wrappers call, then
+// the plain forwards (kFirstPlain on).
+var kernelNames = [...]string{"alloc", "free", "length", "reset", "output_set",
+	"input_length", "input_load_u8", "load_u8", "input_set", "input_offset",
+	"output_length", "output_offset", "error_set", "error_get", "memory_bytes"}
+
+const kernelCount = len(kernelNames)
+
+const (
+	kAlloc kernelIndex = iota
+	kFree
+	kLength
+	kReset
+	kOutputSet
+	kFirstPlain
+)
 
 func kernelLength(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 	st := kernelEntry(ctx)
 	st.Charge(st.allocs)
-	n, err := p.LengthWithContext(ctx, stack[0])
-	if err != nil {
-		panic(err)
-	}
-	stack[0] = n
+	kernelCall(ctx, st, kLength, stack)
 }
 
 // kernelEntry is the common start of every wrapped kernel call: the deadline is

@@ -78,7 +78,12 @@ var refusedKernel = map[string]bool{"http_request": true, "http_status_code": tr
 // (RUNTIME.md §2.3, §3.2) and keeps guest stores inside guest blocks
 // (blocks.go).
 var wrappedKernel = map[string]bool{"alloc": true, "free": true, "length": true, "length_unsafe": true,
-	"output_set": true, "store_u8": true, "store_u64": true, "reset": true}
+	"output_set": true, "store_u8": true, "store_u64": true, "reset": true,
+	// Plain forwards with a cached handle (go-sdk looks the export up, and
+	// wazero builds a call engine, on every call of its proxies).
+	"input_length": true, "input_load_u8": true, "load_u8": true, "input_set": true,
+	"input_offset": true, "output_length": true, "output_offset": true,
+	"error_set": true, "error_get": true, "memory_bytes": true}
 
 // capabilityOf names the manifest capability each buddy host function needs.
 var capabilityOf = map[string]string{

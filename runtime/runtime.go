@@ -44,6 +44,7 @@ const (
 	DefaultFuelChunk      = 1_000_000
 	maxLogLines           = 200
 	maxLogBytes           = 64 << 10
+	memoryPoolBytes       = 128 << 20 // zeroed buffers kept for new instances
 )
 
 // Level is the level of a guest log line.
@@ -110,6 +111,8 @@ type Runtime struct {
 	cache     wazero.CompilationCache
 	validator wazero.Runtime
 	sem       chan struct{}
+	mem       *memoryPool     // recycled, zeroed linear-memory buffers
+	jobs      chan func()     // calls, taken by idle workers
 	ctx       context.Context // lives until Close; background work uses it
 	cancel    context.CancelFunc
 
@@ -120,7 +123,41 @@ type Runtime struct {
 	modules    map[*Module]struct{}
 	instrCache map[[sha256.Size]byte][]byte // in-memory instrumented modules
 	closed     bool
+	workers    int
 	wg         sync.WaitGroup
+}
+
+// submit runs a call on a worker goroutine. Workers live as long as the
+// runtime and keep the stacks that wazero's deep call path grows (a fresh
+// goroutine per call regrew its stack every time). The concurrency
+// semaphore, held by every call until its job ends, bounds the workers to
+// MaxConcurrent.
+func (r *Runtime) submit(job func()) {
+	select {
+	case r.jobs <- job: // an idle worker took it
+		return
+	default:
+	}
+	r.mu.Lock()
+	if r.workers < r.opts.MaxConcurrent {
+		r.workers++
+		go r.worker()
+	}
+	r.mu.Unlock()
+	r.jobs <- job
+}
+
+// worker runs jobs until the runtime closes. (Not counted in wg: a job stuck
+// in a host function that ignores its context must not block Close.)
+func (r *Runtime) worker() {
+	for {
+		select {
+		case job := <-r.jobs:
+			job()
+		case <-r.ctx.Done():
+			return
+		}
+	}
 }
 
 // New returns a Runtime. With a CacheDir it creates the directory (0700).
@@ -152,6 +189,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	r := &Runtime{
 		opts:       opts,
 		sem:        make(chan struct{}, opts.MaxConcurrent),
+		mem:        newMemoryPool(memoryPoolBytes),
+		jobs:       make(chan func()),
 		modules:    map[*Module]struct{}{},
 		instrCache: map[[sha256.Size]byte][]byte{},
 	}

@@ -130,6 +130,42 @@ func TestFreshInstancePerCall(t *testing.T) {
 	}
 }
 
+// No memory survives a call: after a call that dirties its own memory and its
+// kernel's, a fresh call sees only zeros — sequentially and concurrently, with
+// and without prepared instances.
+func TestNoMemorySurvivesACall(t *testing.T) {
+	for _, prepared := range []int{-1, 3} {
+		t.Run(fmt.Sprintf("prepared=%d", prepared), func(t *testing.T) {
+			rt := newRuntime(t, runtime.Options{Prepared: prepared})
+			mod := load(t, rt, "leak.wasm", manifest("clean", nil), nil)
+			var wg sync.WaitGroup
+			errc := make(chan error, 64)
+			for g := 0; g < 4; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 25; i++ {
+						if _, err := mod.CallExport(t.Context(), "dirty", nil); err != nil {
+							errc <- fmt.Errorf("dirty: %w", err)
+							return
+						}
+						res, err := mod.CallExport(t.Context(), "clean", nil)
+						if err != nil || string(res.Output) != "clean" {
+							errc <- fmt.Errorf("clean after dirty: %v (memory leaked between calls?)", err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errc)
+			for err := range errc {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 func TestConcurrentCallsKeepTheirInputs(t *testing.T) {
 	rt := newRuntime(t, runtime.Options{})
 	mod := load(t, rt, "echo.wasm", nil, nil)
