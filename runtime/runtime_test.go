@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -455,6 +456,32 @@ func TestThirdPartyPDKPlugin(t *testing.T) {
 	}
 	if string(res.Output) != "5" {
 		t.Errorf("count_vowels = %q, want 5", res.Output)
+	}
+}
+
+// WASI is linked with nothing of the host: no filesystem, environment,
+// arguments or stdout.
+func TestWASIGivesNothingOfTheHost(t *testing.T) {
+	t.Setenv("HOME", "/home/secret")
+	rt := newRuntime(t, runtime.Options{})
+	mod := load(t, rt, "pdkplugin.wasm", manifest("wasi_probe", nil), nil)
+	res, err := mod.Call(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ReadOK     bool `json:"read_ok"`
+		DirEntries int  `json:"dir_entries"`
+		DirOK      bool `json:"dir_ok"`
+		Env        int
+		Home       string
+		Args       int
+	}
+	if err := json.Unmarshal(res.Output, &got); err != nil {
+		t.Fatalf("output %q: %v", res.Output, err)
+	}
+	if got.ReadOK || got.DirOK || got.DirEntries != 0 || got.Env != 0 || got.Home != "" || got.Args != 0 {
+		t.Errorf("a WASI guest reached the host: %s", res.Output)
 	}
 }
 
