@@ -149,3 +149,20 @@ func wantArgs(cmd string, pos []string, n int, names string) error {
 	}
 	return nil
 }
+
+// parseCommand parses a subcommand's arguments: the flags add declares,
+// --config, and exactly n positionals (usage names them for the error).
+func parseCommand(cmd string, args []string, n int, usage string, add func(*flag.FlagSet)) (pos []string, configPath string, err error) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.StringVar(&configPath, "config", "", "configuration file")
+	if add != nil {
+		add(fs)
+	}
+	if pos, err = parseFlags(fs, args); err != nil {
+		return nil, "", err
+	}
+	if err := wantArgs(cmd, pos, n, usage); err != nil {
+		return nil, "", err
+	}
+	return pos, configPath, nil
+}

@@ -100,23 +100,20 @@ func describeGrants(g hostfns.Grants) string {
 }
 
 func (a *app) skillList(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("skill list", flag.ContinueOnError)
-	configFlag := fs.String("config", "", "configuration file")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseFlags(fs, args)
+	var asJSON bool
+	_, configPath, err := parseCommand("skill list", args, 0, "[--json]", func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	})
 	if err != nil {
 		return err
 	}
-	if err := wantArgs("skill list", pos, 0, "[--json]"); err != nil {
-		return err
-	}
-	e, err := a.openEnv(ctx, *configFlag, true, true)
+	e, err := a.openEnv(ctx, configPath, true, true)
 	if err != nil {
 		return err
 	}
 	defer e.Close(ctx)
 	skills := e.reg.Skills()
-	if *asJSON {
+	if asJSON {
 		out := make([]skillJSON, 0, len(skills))
 		for _, s := range skills {
 			out = append(out, toJSON(s, false))
@@ -145,17 +142,14 @@ func (a *app) skillList(ctx context.Context, args []string) error {
 }
 
 func (a *app) skillInfo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("skill info", flag.ContinueOnError)
-	configFlag := fs.String("config", "", "configuration file")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseFlags(fs, args)
+	var asJSON bool
+	pos, configPath, err := parseCommand("skill info", args, 1, "NAME [--json]", func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	})
 	if err != nil {
 		return err
 	}
-	if err := wantArgs("skill info", pos, 1, "NAME [--json]"); err != nil {
-		return err
-	}
-	e, err := a.openEnv(ctx, *configFlag, true, true)
+	e, err := a.openEnv(ctx, configPath, true, true)
 	if err != nil {
 		return err
 	}
@@ -164,7 +158,7 @@ func (a *app) skillInfo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSON(a.stdout, toJSON(s, true))
 	}
 	m := s.Manifest
@@ -202,19 +196,17 @@ func (a *app) skillInfo(ctx context.Context, args []string) error {
 }
 
 func (a *app) skillInstall(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("skill install", flag.ContinueOnError)
-	configFlag := fs.String("config", "", "configuration file")
-	manifest := fs.String("manifest", "", "skill.toml (default: beside the module)")
-	upgrade := fs.Bool("upgrade", false, "replace an installed skill of the same name")
-	yes := fs.Bool("yes", false, "accept an upgrade that widens capabilities")
-	pos, err := parseFlags(fs, args)
+	var manifest *string
+	var upgrade, yes *bool
+	pos, configPath, err := parseCommand("skill install", args, 1, "FILE.wasm [--manifest skill.toml] [--upgrade] [--yes]", func(fs *flag.FlagSet) {
+		manifest = fs.String("manifest", "", "skill.toml (default: beside the module)")
+		upgrade = fs.Bool("upgrade", false, "replace an installed skill of the same name")
+		yes = fs.Bool("yes", false, "accept an upgrade that widens capabilities")
+	})
 	if err != nil {
 		return err
 	}
-	if err := wantArgs("skill install", pos, 1, "FILE.wasm [--manifest skill.toml] [--upgrade] [--yes]"); err != nil {
-		return err
-	}
-	e, err := a.openEnv(ctx, *configFlag, true, false)
+	e, err := a.openEnv(ctx, configPath, true, false)
 	if err != nil {
 		return err
 	}
@@ -264,16 +256,11 @@ func emptyCaps(c runtime.Capabilities) bool {
 }
 
 func (a *app) skillRemove(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("skill remove", flag.ContinueOnError)
-	configFlag := fs.String("config", "", "configuration file")
-	pos, err := parseFlags(fs, args)
+	pos, configPath, err := parseCommand("skill remove", args, 1, "NAME", nil)
 	if err != nil {
 		return err
 	}
-	if err := wantArgs("skill remove", pos, 1, "NAME"); err != nil {
-		return err
-	}
-	e, err := a.openEnv(ctx, *configFlag, true, false)
+	e, err := a.openEnv(ctx, configPath, true, false)
 	if err != nil {
 		return err
 	}

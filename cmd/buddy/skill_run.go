@@ -23,18 +23,16 @@ import (
 // skillRun runs a registered skill by name, or a module file, through the same
 // runtime, grants, approval and limits.
 func (a *app) skillRun(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("skill run", flag.ContinueOnError)
-	configFlag := fs.String("config", "", "configuration file")
-	input := fs.String("input", "", "input: JSON, @FILE, or - for stdin")
-	manifestFlag := fs.String("manifest", "", "skill.toml for a module file (default: skill.toml beside it)")
-	entry := fs.String("entrypoint", "", "exported function to call (default: the manifest's)")
-	yes := fs.Bool("yes", false, "approve mutating and network calls without asking")
-	stats := fs.Bool("stats", false, "print fuel and time used on stderr")
-	pos, err := parseFlags(fs, args)
+	var input, manifestFlag, entry *string
+	var yes, stats *bool
+	pos, configPath, err := parseCommand("skill run", args, 1, "NAME|FILE.wasm [--input JSON]", func(fs *flag.FlagSet) {
+		input = fs.String("input", "", "input: JSON, @FILE, or - for stdin")
+		manifestFlag = fs.String("manifest", "", "skill.toml for a module file (default: skill.toml beside it)")
+		entry = fs.String("entrypoint", "", "exported function to call (default: the manifest's)")
+		yes = fs.Bool("yes", false, "approve mutating and network calls without asking")
+		stats = fs.Bool("stats", false, "print fuel and time used on stderr")
+	})
 	if err != nil {
-		return err
-	}
-	if err := wantArgs("skill run", pos, 1, "NAME|FILE.wasm [--input JSON]"); err != nil {
 		return err
 	}
 	target := pos[0]
@@ -43,12 +41,12 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 		return err
 	}
 	if isModuleFile(target) {
-		return a.runFile(ctx, target, *configFlag, *manifestFlag, *entry, in, *yes, *stats)
+		return a.runFile(ctx, target, configPath, *manifestFlag, *entry, in, *yes, *stats)
 	}
 	if *manifestFlag != "" || *entry != "" {
 		return errs.New(errs.ErrInvalidInput, "--manifest and --entrypoint apply to a module file; a registered skill runs with its installed manifest")
 	}
-	e, err := a.openEnv(ctx, *configFlag, true, true)
+	e, err := a.openEnv(ctx, configPath, true, true)
 	if err != nil {
 		return err
 	}
