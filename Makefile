@@ -73,10 +73,12 @@ bench: tools
 	@echo "compare runs with: go run golang.org/x/perf/cmd/benchstat@v0.0.0-20251208221838-04cf7a2dca90 bench.out"
 
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "== $$pkg $$target"; \
-			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; for mod in . $(GUEST_MODULES); do \
+		for pkg in $$(cd $$mod && $(GO) list ./...); do \
+			for target in $$(cd $$mod && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+				echo "== $$pkg $$target"; \
+				(cd $$mod && $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg); \
+			done; \
 		done; \
 	done
 
