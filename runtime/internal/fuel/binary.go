@@ -139,6 +139,38 @@ func (r *reader) signed(bits uint) (int64, error) {
 }
 
 // name reads a length-prefixed UTF-8 string.
+// index reads a u32 index and checks it against the number of entries of its
+// index space ("table index 3 out of range (2 tables)").
+func (r *reader) index(count uint64, what, plural string) (uint32, error) {
+	off := r.pos
+	v, err := r.u32()
+	if err != nil {
+		return 0, err
+	}
+	if uint64(v) >= count {
+		return 0, r.malformed(off, "%s index %d out of range (%d %s)", what, v, count, plural)
+	}
+	return v, nil
+}
+
+// numConst skips the immediate of a numeric constant opcode (i32/i64/f32/f64
+// .const) and reports whether op was one.
+func (r *reader) numConst(op byte) (bool, error) {
+	switch op {
+	case 0x41:
+		_, err := r.signed(32)
+		return true, err
+	case 0x42:
+		_, err := r.signed(64)
+		return true, err
+	case 0x43:
+		return true, r.skip(4)
+	case 0x44:
+		return true, r.skip(8)
+	}
+	return false, nil
+}
+
 func (r *reader) name() (string, error) {
 	off := r.pos
 	n, err := r.u32()

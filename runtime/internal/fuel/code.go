@@ -575,15 +575,8 @@ func (g *codeGen) zeroByte(r *reader) error {
 }
 
 func (g *codeGen) tableIdx(r *reader) error {
-	off := r.pos
-	t, err := r.u32()
-	if err != nil {
-		return err
-	}
-	if t >= g.m.numTables {
-		return r.malformed(off, "table index %d out of range (%d tables)", t, g.m.numTables)
-	}
-	return nil
+	_, err := r.index(uint64(g.m.numTables), "table", "tables")
+	return err
 }
 
 func (g *codeGen) add(r *reader, off int, c int64) error {
@@ -814,14 +807,8 @@ func (g *codeGen) analyze(r *reader, numLocals uint32) error {
 			}
 			g.scratch = true
 			g.events = append(g.events, event{pos: off, end: r.pos, kind: evGrow})
-		case 0x41:
-			_, err = r.signed(32)
-		case 0x42:
-			_, err = r.signed(64)
-		case 0x43:
-			err = r.skip(4)
-		case 0x44:
-			err = r.skip(8)
+		case 0x41, 0x42, 0x43, 0x44:
+			_, err = r.numConst(op)
 		case 0xd0: // ref.null
 			c, err := r.byte()
 			if err != nil {
@@ -946,15 +933,8 @@ func (g *codeGen) miscOp(r *reader, off int) error {
 // elemIdx checks an element segment index: the rewrite may append a
 // declarative segment, which must not become reachable.
 func (g *codeGen) elemIdx(r *reader) error {
-	off := r.pos
-	e, err := r.u32()
-	if err != nil {
-		return err
-	}
-	if int64(e) >= int64(g.m.elemCount) {
-		return r.malformed(off, "element segment index %d out of range (%d segments)", e, g.m.elemCount)
-	}
-	return nil
+	_, err := r.index(uint64(g.m.elemCount), "element segment", "segments")
+	return err
 }
 
 func (g *codeGen) bulk(off int, kind uint8) {

@@ -363,15 +363,7 @@ func (m *module) typeSection(r *reader) error {
 }
 
 func (m *module) typeIndex(r *reader) (uint32, error) {
-	off := r.pos
-	t, err := r.u32()
-	if err != nil {
-		return 0, err
-	}
-	if int(t) >= len(m.types) {
-		return 0, r.malformed(off, "type index %d out of range (%d types)", t, len(m.types))
-	}
-	return t, nil
+	return r.index(uint64(len(m.types)), "type", "types")
 }
 
 // limits reads table or memory limits and returns them.
@@ -544,15 +536,7 @@ func (m *module) memorySection(r *reader) error {
 }
 
 func (m *module) funcIndex(r *reader) (uint32, error) {
-	off := r.pos
-	f, err := r.u32()
-	if err != nil {
-		return 0, err
-	}
-	if f >= m.numFuncs() {
-		return 0, r.malformed(off, "function index %d out of range (%d functions)", f, m.numFuncs())
-	}
-	return f, nil
+	return r.index(uint64(m.numFuncs()), "function", "functions")
 }
 
 // constExpr reads a constant expression up to its end, checking indices, and
@@ -571,14 +555,8 @@ func (m *module) constExpr(r *reader, w *[]byte, maxGlobal uint32) error {
 				*w = append(*w, r.b[start:r.pos]...)
 			}
 			return nil
-		case 0x41:
-			_, err = r.signed(32)
-		case 0x42:
-			_, err = r.signed(64)
-		case 0x43:
-			err = r.skip(4)
-		case 0x44:
-			err = r.skip(8)
+		case 0x41, 0x42, 0x43, 0x44:
+			_, err = r.numConst(op)
 		case 0x23: // global.get
 			g, err2 := r.u32()
 			if err2 != nil {
