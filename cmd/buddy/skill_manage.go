@@ -53,7 +53,7 @@ func toJSON(s *registry.Skill, withSchema bool) skillJSON {
 	m := s.Manifest
 	j := skillJSON{
 		Name: s.Name, Version: m.Version, Description: m.Description, Author: m.Author,
-		Builtin: s.Builtin, Permission: m.Permission, Approval: s.Approval, Status: s.Status,
+		Builtin: s.Builtin, Permission: m.Permission, Approval: string(s.Approval), Status: s.Status,
 		Capabilities: m.Capabilities, SHA256: s.SHA256, WasmPath: s.WasmPath,
 		Grants: grantsJSON{Read: nonNil(s.Grants.Read), Write: nonNil(s.Grants.Write),
 			Domains: nonNil(s.Grants.Domains), Env: nonNil(s.Grants.Env), Namespace: s.Grants.Namespace},

@@ -12,9 +12,8 @@ import (
 	"strings"
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
-	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/config"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/runtime"
@@ -51,24 +50,18 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.Close(ctx)
-	sk, err := e.reg.Get(target)
-	if err != nil {
-		return err
-	}
-	if len(in) == 0 {
-		in = []byte("{}")
-	}
-	if err := registry.ValidateInput(sk.Manifest.InputSchema, in); err != nil {
-		return err
-	}
-	if err := a.approve(ctx, sk.Name, sk.Manifest.Permission, sk.Approval, in, *yes); err != nil {
-		return err
-	}
-	res, err := e.reg.Call(ctx, sk.Name, in)
+	res, err := a.gate(e, *yes).Invoke(ctx, catalog.Call{Skill: target, Arguments: in})
 	if err != nil {
 		return err
 	}
 	return a.printResult(res, *stats)
+}
+
+// gate is the one gated call path of the CLI: the approval gate in front of
+// the registry, asking on the terminal. Every CLI call is its own
+// conversation, so "once" asks every time.
+func (a *app) gate(e *env, yes bool) *approval.Gate {
+	return approval.New(e.reg, approval.Options{Asker: a.terminalAsker(yes), Timeout: e.cfg.Approval.Timeout})
 }
 
 // runFile runs a module file: its manifest is --manifest, or a skill.toml
@@ -92,7 +85,8 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 	if _, ok := builtins.Get(m.Name); ok || m.Name == registry.MemorySection {
 		return errs.New(errs.ErrForbidden, fmt.Sprintf("%s: skill name %q belongs to a built-in; rename it in skill.toml", path, m.Name))
 	}
-	if _, err := runtime.Inspect(ctx, wasm, withEntry(m, entry)); err != nil {
+	m = withEntry(m, entry)
+	if _, err := runtime.Inspect(ctx, wasm, m); err != nil {
 		return err
 	}
 	e, err := a.openEnv(ctx, configFlag, m.Capabilities.Memory, false)
@@ -100,26 +94,15 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 		return err
 	}
 	defer e.Close(ctx)
-	sec := e.cfg.Skills[m.Name]
-	eff := registry.EffectiveManifest(m, sec, e.cfg.Limits)
-	grants := registry.EffectiveGrants(m.Name, m, sec, e.cfg.Limits)
-	deps := hostfns.Deps{}
-	if e.st != nil {
-		deps.KV, deps.Memories = e.st, e.st
-	}
-	host, err := hostfns.Link(grants, deps)
-	if err != nil {
+	if err := e.reg.AddModule(ctx, m, wasm); err != nil {
 		return err
 	}
-	defer host.Close()
-	mod, err := e.rt.Load(ctx, wasm, runtime.Spec{Name: m.Name, Manifest: withEntry(eff, entry), Host: host})
-	if err != nil {
+	// Load before asking: an import the grant does not cover is reported
+	// without a question.
+	if err := e.reg.Load(ctx, m.Name); err != nil {
 		return err
 	}
-	if err := a.approve(ctx, m.Name, m.Permission, registry.EffectiveApproval(m.Permission, sec.Approval), in, yes); err != nil {
-		return err
-	}
-	res, err := mod.Call(ctx, in)
+	res, err := a.gate(e, yes).Invoke(ctx, catalog.Call{Skill: m.Name, Arguments: in})
 	if err != nil {
 		return err
 	}
@@ -183,7 +166,7 @@ func (a *app) readInput(v string) ([]byte, error) {
 	return []byte(v), nil
 }
 
-func (a *app) printResult(res *runtime.Result, stats bool) error {
+func (a *app) printResult(res *catalog.Result, stats bool) error {
 	if _, err := a.stdout.Write(res.Output); err != nil {
 		return errs.Wrap(errs.ErrInternal, "writing output", err)
 	}
@@ -196,11 +179,11 @@ func (a *app) printResult(res *runtime.Result, stats bool) error {
 	return nil
 }
 
-// approve asks on the terminal before a mutating or network call (or any call
-// whose policy is not trust); --yes approves; with no terminal the call is
-// denied.
-func (a *app) approve(ctx context.Context, name string, perm runtime.Permission, policy string, in []byte, yes bool) error {
-	asker := approval.AskerFunc(func(ctx context.Context, req approval.Request) (bool, error) {
+// terminalAsker asks on the terminal before a mutating or network call (or any
+// call whose policy is not trust); --yes approves; with no terminal the call
+// is denied.
+func (a *app) terminalAsker(yes bool) approval.Asker {
+	return approval.AskerFunc(func(ctx context.Context, req approval.Request) (bool, error) {
 		if yes {
 			return true, nil
 		}
@@ -208,19 +191,27 @@ func (a *app) approve(ctx context.Context, name string, perm runtime.Permission,
 			return false, fmt.Errorf("no terminal to ask for approval of this %s skill; pass --yes to approve", req.Permission)
 		}
 		fmt.Fprintf(a.stderr, "Allow %s %s (%s)? [y/N] ", req.Skill, compact(req.Arguments, 300), req.Permission)
-		answer, err := bufio.NewReader(a.stdin).ReadString('\n')
-		if err != nil && answer == "" {
-			return false, fmt.Errorf("no answer")
+		// Read in the background so that the approval timeout and Ctrl-C
+		// end the question even while nobody types.
+		got := make(chan string, 1)
+		go func() {
+			answer, err := bufio.NewReader(a.stdin).ReadString('\n')
+			if err != nil && answer == "" {
+				answer = "\x00"
+			}
+			got <- answer
+		}()
+		select {
+		case answer := <-got:
+			if answer == "\x00" {
+				return false, fmt.Errorf("no answer")
+			}
+			answer = strings.ToLower(strings.TrimSpace(answer))
+			return answer == "y" || answer == "yes", nil
+		case <-ctx.Done():
+			fmt.Fprintln(a.stderr)
+			return false, fmt.Errorf("no answer in time: %w", ctx.Err())
 		}
-		answer = strings.ToLower(strings.TrimSpace(answer))
-		return answer == "y" || answer == "yes", nil
-	})
-	// In the CLI every invocation is its own conversation, so "once" asks too.
-	if policy == config.ApprovalOnce {
-		policy = config.ApprovalAlways
-	}
-	return approval.NewGate(asker).Check(ctx, approval.Request{
-		Skill: name, Permission: string(perm), Policy: policy, Arguments: json.RawMessage(in),
 	})
 }
 

@@ -1,13 +1,15 @@
 // Package approval is the gate between a request to run a skill and the
-// runtime: read-only skills run at once, mutating and network skills wait for
+// skill: read-only skills run at once, mutating and network skills wait for
 // the user's answer unless their policy says otherwise (MISSION §4).
 //
-//	g := approval.NewGate(asker)                  // asker: a terminal prompt, a WebSocket, ...
-//	err := g.Check(ctx, approval.Request{
-//		Conversation: convID, Skill: "write_file", Permission: "mutating",
-//		Policy: "once", Arguments: args,
-//	})
+// The Gate wraps the catalog of skills and is itself a catalog.Invoker: it is
+// the only Invoker a front end (the WebSocket server, MCP, the CLI) holds, so
+// no front end can run a skill without the gate.
+//
+//	g := approval.New(reg, approval.Options{Asker: asker, Timeout: time.Minute})
+//	res, err := g.Invoke(ctx, catalog.Call{Conversation: id, Skill: "write_file", Arguments: args})
 //	if errors.Is(err, errs.ErrDenied) { /* tell the LLM: err.Error() */ }
+//	g.EndConversation(id) // forget its "once" approvals
 //
 // Policies: "always" asks on every call, "once" asks on the first call of a
 // skill in a conversation, "trust" never asks. The gate is middleware: skills
@@ -20,17 +22,30 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
+)
+
+// The gate is the Invoker front ends hold.
+var (
+	_ catalog.Invoker = (*Gate)(nil)
+	_ catalog.Catalog = (*Gate)(nil)
 )
 
 // Request is what the user is asked to approve.
 type Request struct {
-	Conversation string          // "" for one-shot use (the CLI)
-	Skill        string          // skill name
-	Permission   string          // read_only | mutating | network
-	Policy       string          // always | once | trust
+	Conversation string // "" for one-shot use (the CLI)
+	Skill        string // skill name
+	Permission   catalog.Permission
+	Policy       catalog.Policy
 	Arguments    json.RawMessage // exactly what will be passed to the skill
+	// Touches says in plain words what the skill may touch (from its grant).
+	Touches []string
+	// Expires is when an unanswered question counts as a denial (zero: no
+	// limit of the gate's own).
+	Expires time.Time
 }
 
 // Asker asks the user. It returns true to approve; an error (a timeout, no one
@@ -45,43 +60,128 @@ type AskerFunc func(ctx context.Context, req Request) (bool, error)
 // Ask calls f.
 func (f AskerFunc) Ask(ctx context.Context, req Request) (bool, error) { return f(ctx, req) }
 
-// Gate decides whether a call may run.
+// Outcome is what became of one call through the gate, for the audit log.
+type Outcome struct {
+	Call     catalog.Call
+	Info     catalog.Info // zero when the skill was not found
+	Asked    bool         // the user was asked
+	Result   *catalog.Result
+	Err      error // nil on success; errs.ErrDenied when refused
+	Started  time.Time
+	Duration time.Duration
+}
+
+// Options configure a Gate.
+type Options struct {
+	// Asker asks the user; nil denies every call that needs approval.
+	Asker Asker
+	// Timeout bounds the wait for an answer: no answer in time is a denial.
+	// 0 means no limit of the gate's own.
+	Timeout time.Duration
+	// Record, if set, is told the outcome of every Invoke (the audit log).
+	// It runs on the caller's goroutine before Invoke returns.
+	Record func(ctx context.Context, o Outcome)
+}
+
+// Gate decides whether a call may run, and runs it.
 type Gate struct {
-	asker Asker
+	cat  catalog.Catalog
+	opts Options
+
 	mu    sync.Mutex
-	once  map[onceKey]bool          // approved under "once"
-	asked map[onceKey]chan struct{} // a "once" question in flight, closed when answered
+	once  map[string]map[string]bool // conversation → skill → approved under "once"
+	asked map[onceKey]chan struct{}  // a "once" question in flight, closed when answered
 }
 
 // onceKey is a (conversation, skill) pair.
 type onceKey struct{ conversation, skill string }
 
-// NewGate returns a gate asking through a.
-func NewGate(a Asker) *Gate {
-	return &Gate{asker: a, once: map[onceKey]bool{}, asked: map[onceKey]chan struct{}{}}
+// New returns a gate in front of cat.
+func New(cat catalog.Catalog, opts Options) *Gate {
+	return &Gate{cat: cat, opts: opts, once: map[string]map[string]bool{}, asked: map[onceKey]chan struct{}{}}
 }
 
-// Check returns nil if the call may run, or an error wrapping errs.ErrDenied
+// NewGate returns a gate with no catalog that asks through a: only Approve
+// may be used on it.
+func NewGate(a Asker) *Gate { return New(nil, Options{Asker: a}) }
+
+// List implements catalog.Catalog.
+func (g *Gate) List(ctx context.Context) ([]catalog.Info, error) { return g.cat.List(ctx) }
+
+// Lookup implements catalog.Catalog.
+func (g *Gate) Lookup(ctx context.Context, name string) (catalog.Info, error) {
+	return g.cat.Lookup(ctx, name)
+}
+
+// Check implements catalog.Catalog: whether c could run, without asking.
+func (g *Gate) Check(ctx context.Context, c catalog.Call) (catalog.Info, error) {
+	return g.cat.Check(ctx, c)
+}
+
+// Invoke checks c, asks the user when the skill's policy says so, and runs it.
+// A refusal is an error wrapping errs.ErrDenied whose text is fit to hand the
+// LLM ("User denied execution of write_file").
+func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, error) {
+	o := Outcome{Call: c, Started: time.Now()}
+	defer func() {
+		if g.opts.Record != nil {
+			o.Duration = time.Since(o.Started)
+			g.opts.Record(context.WithoutCancel(ctx), o)
+		}
+	}()
+	info, err := g.cat.Check(ctx, c)
+	o.Info = info
+	if err != nil {
+		o.Err = err
+		return nil, err
+	}
+	req := Request{
+		Conversation: c.Conversation, Skill: info.Name, Permission: info.Permission,
+		Policy: info.Policy, Arguments: c.Arguments, Touches: info.Touches,
+	}
+	if c.Conversation == "" && req.Policy == catalog.Once {
+		// A one-shot call is its own conversation: "once" asks every time.
+		req.Policy = catalog.Always
+	}
+	o.Asked = req.Policy != catalog.Trust
+	if err := g.Approve(ctx, req); err != nil {
+		o.Err = err
+		return nil, err
+	}
+	res, err := g.cat.Invoke(ctx, c)
+	o.Result, o.Err = res, err
+	return res, err
+}
+
+// EndConversation forgets a conversation's "once" approvals: a conversation
+// that is deleted, or a server that ends it, asks again if it comes back.
+func (g *Gate) EndConversation(id string) {
+	g.mu.Lock()
+	delete(g.once, id)
+	g.mu.Unlock()
+}
+
+// Approve returns nil if the call may run, or an error wrapping errs.ErrDenied
 // whose message is fit to hand the LLM ("User denied execution of write_file").
 // A canceled ctx gives errs.ErrCanceled.
 //
 // Under "once", calls of the same skill in the same conversation that arrive
 // while the first question is open wait for its answer instead of asking
 // again; if it is a denial, the next of them asks.
-func (g *Gate) Check(ctx context.Context, req Request) error {
+func (g *Gate) Approve(ctx context.Context, req Request) error {
 	switch req.Policy {
-	case "trust":
+	case catalog.Trust:
 		return nil
-	case "always":
+	case catalog.Always:
 		return g.ask(ctx, req)
-	case "once":
+	case catalog.Once:
 	default:
 		return errs.New(errs.ErrInternal, fmt.Sprintf("unknown approval policy %q for %s", req.Policy, req.Skill))
 	}
 	key := onceKey{req.Conversation, req.Skill}
 	for {
 		g.mu.Lock()
-		if g.once[key] {
+		if g.once[req.Conversation][req.Skill] {
 			g.mu.Unlock()
 			return nil
 		}
@@ -102,7 +202,10 @@ func (g *Gate) Check(ctx context.Context, req Request) error {
 
 		g.mu.Lock()
 		if err == nil {
-			g.once[key] = true
+			if g.once[req.Conversation] == nil {
+				g.once[req.Conversation] = map[string]bool{}
+			}
+			g.once[req.Conversation][req.Skill] = true
 		}
 		delete(g.asked, key)
 		close(answered)
@@ -113,11 +216,21 @@ func (g *Gate) Check(ctx context.Context, req Request) error {
 
 // ask asks the user once.
 func (g *Gate) ask(ctx context.Context, req Request) error {
-	if g.asker == nil {
+	if g.opts.Asker == nil {
 		// No one to ask is a denial, never a panic.
 		return denied(req, errors.New("no one to ask for approval"))
 	}
-	approved, err := g.asker.Ask(ctx, req)
+	if g.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		req.Expires = time.Now().Add(g.opts.Timeout)
+		ctx, cancel = context.WithDeadline(ctx, req.Expires)
+		defer cancel()
+	}
+	approved, err := g.opts.Asker.Ask(ctx, req)
+	if approved && err == nil && ctx.Err() != nil {
+		// An answer that came after the question expired is no answer.
+		return g.gaveUp(ctx, req, ctx.Err())
+	}
 	if err != nil || !approved {
 		if ctx.Err() != nil || err != nil {
 			return g.gaveUp(ctx, req, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
 )
 
@@ -45,7 +46,7 @@ func denyAll() *asker {
 
 func req(conv, skill, policy string) approval.Request {
 	return approval.Request{
-		Conversation: conv, Skill: skill, Permission: "mutating", Policy: policy,
+		Conversation: conv, Skill: skill, Permission: "mutating", Policy: catalog.Policy(policy),
 		Arguments: json.RawMessage(`{"path":"notes.txt","content":"hi"}`),
 	}
 }
@@ -83,7 +84,7 @@ func TestPolicies(t *testing.T) {
 			a := approveAll()
 			g := approval.NewGate(a)
 			for i, c := range tt.calls {
-				if err := g.Check(t.Context(), req(c.conv, c.skill, tt.policy)); err != nil {
+				if err := g.Approve(t.Context(), req(c.conv, c.skill, tt.policy)); err != nil {
 					t.Fatalf("call %d (%s, %s): %v", i, c.conv, c.skill, err)
 				}
 				if got := a.count(); got != c.wantAsked {
@@ -98,7 +99,7 @@ func TestAskerSeesTheRequest(t *testing.T) {
 	a := approveAll()
 	g := approval.NewGate(a)
 	r := req("conv-7", "write_file", "always")
-	if err := g.Check(t.Context(), r); err != nil {
+	if err := g.Approve(t.Context(), r); err != nil {
 		t.Fatal(err)
 	}
 	got := a.asked[0]
@@ -113,7 +114,7 @@ func TestDenial(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			a := denyAll()
 			g := approval.NewGate(a)
-			err := g.Check(t.Context(), req("c1", "write_file", policy))
+			err := g.Approve(t.Context(), req("c1", "write_file", policy))
 			if !errors.Is(err, errs.ErrDenied) {
 				t.Fatalf("err = %v, want denied", err)
 			}
@@ -124,7 +125,7 @@ func TestDenial(t *testing.T) {
 				t.Errorf("kind = %s, want denied", k)
 			}
 			// A denial under "once" is not remembered as an approval.
-			_ = g.Check(t.Context(), req("c1", "write_file", policy))
+			_ = g.Approve(t.Context(), req("c1", "write_file", policy))
 			if a.count() != 2 {
 				t.Errorf("asked %d times after two denied calls, want 2", a.count())
 			}
@@ -142,13 +143,13 @@ func TestOnceApprovalAfterDenial(t *testing.T) {
 	}
 	g := approval.NewGate(a)
 	r := req("c1", "write_file", "once")
-	if err := g.Check(t.Context(), r); !errors.Is(err, errs.ErrDenied) {
+	if err := g.Approve(t.Context(), r); !errors.Is(err, errs.ErrDenied) {
 		t.Fatalf("first call: %v, want denied", err)
 	}
-	if err := g.Check(t.Context(), r); err != nil {
+	if err := g.Approve(t.Context(), r); err != nil {
 		t.Fatalf("second call: %v, want approved", err)
 	}
-	if err := g.Check(t.Context(), r); err != nil {
+	if err := g.Approve(t.Context(), r); err != nil {
 		t.Fatalf("third call: %v", err)
 	}
 	if a.count() != 2 {
@@ -170,7 +171,7 @@ func TestAskerErrorIsADenialKeepingItsCause(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &asker{fn: func(context.Context, approval.Request) (bool, error) { return false, tt.cause }}
 			for _, policy := range []string{"always", "once"} {
-				err := approval.NewGate(a).Check(t.Context(), req("c1", "write_file", policy))
+				err := approval.NewGate(a).Approve(t.Context(), req("c1", "write_file", policy))
 				if !errors.Is(err, errs.ErrDenied) {
 					t.Fatalf("%s: err = %v, want denied", policy, err)
 				}
@@ -194,7 +195,7 @@ func TestApprovalTimeoutIsADenial(t *testing.T) {
 	}}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	err := approval.NewGate(a).Check(ctx, req("c1", "fetch_url", "always"))
+	err := approval.NewGate(a).Approve(ctx, req("c1", "fetch_url", "always"))
 	if !errors.Is(err, errs.ErrDenied) || errs.KindOf(err) != errs.KindDenied {
 		t.Fatalf("err = %v (kind %s), want denied", err, errs.KindOf(err))
 	}
@@ -202,11 +203,11 @@ func TestApprovalTimeoutIsADenial(t *testing.T) {
 
 func TestNoAskerIsADenial(t *testing.T) {
 	g := approval.NewGate(nil)
-	err := g.Check(t.Context(), req("c1", "write_file", "always"))
+	err := g.Approve(t.Context(), req("c1", "write_file", "always"))
 	if !errors.Is(err, errs.ErrDenied) {
 		t.Fatalf("err = %v, want denied", err)
 	}
-	if err := g.Check(t.Context(), req("c1", "read_file", "trust")); err != nil {
+	if err := g.Approve(t.Context(), req("c1", "read_file", "trust")); err != nil {
 		t.Fatalf("trust with no asker: %v", err)
 	}
 }
@@ -239,7 +240,7 @@ func TestCanceled(t *testing.T) {
 			for _, policy := range []string{"always", "once"} {
 				ctx, cancel := context.WithCancel(t.Context())
 				a := &asker{fn: func(ctx context.Context, _ approval.Request) (bool, error) { return tt.fn(ctx, cancel) }}
-				err := approval.NewGate(a).Check(ctx, req("c1", "write_file", policy))
+				err := approval.NewGate(a).Approve(ctx, req("c1", "write_file", policy))
 				cancel()
 				if !errors.Is(err, errs.ErrCanceled) {
 					t.Fatalf("%s: err = %v, want canceled", policy, err)
@@ -255,7 +256,7 @@ func TestCanceled(t *testing.T) {
 func TestUnknownPolicy(t *testing.T) {
 	for _, policy := range []string{"", "sometimes", "Always"} {
 		a := approveAll()
-		err := approval.NewGate(a).Check(t.Context(), req("c1", "write_file", policy))
+		err := approval.NewGate(a).Approve(t.Context(), req("c1", "write_file", policy))
 		if !errors.Is(err, errs.ErrInternal) {
 			t.Errorf("policy %q: err = %v, want internal", policy, err)
 		}
@@ -278,7 +279,7 @@ func TestOnceConcurrentCallsAskOnce(t *testing.T) {
 	const n = 8
 	errc := make(chan error, n)
 	for range n {
-		go func() { errc <- g.Check(t.Context(), req("c1", "write_file", "once")) }()
+		go func() { errc <- g.Approve(t.Context(), req("c1", "write_file", "once")) }()
 	}
 	// Let the callers pile up behind the first question, then answer it.
 	deadline := time.Now().Add(5 * time.Second)
@@ -311,13 +312,13 @@ func TestOnceWaiterCanceled(t *testing.T) {
 	}}
 	g := approval.NewGate(a)
 	first := make(chan error, 1)
-	go func() { first <- g.Check(t.Context(), req("c1", "write_file", "once")) }()
+	go func() { first <- g.Approve(t.Context(), req("c1", "write_file", "once")) }()
 	for a.count() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	second := make(chan error, 1)
-	go func() { second <- g.Check(ctx, req("c1", "write_file", "once")) }()
+	go func() { second <- g.Approve(ctx, req("c1", "write_file", "once")) }()
 	cancel()
 	if err := <-second; !errors.Is(err, errs.ErrCanceled) {
 		t.Errorf("waiting call: %v, want canceled", err)
@@ -357,7 +358,7 @@ func TestConcurrentChecks(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if err := g.Check(t.Context(), req(c, s, policy)); err != nil {
+					if err := g.Approve(t.Context(), req(c, s, policy)); err != nil {
 						t.Error(err)
 					}
 				}()

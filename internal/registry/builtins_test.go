@@ -493,7 +493,7 @@ timeout = "2s"
 		if s.Status != registry.StatusReady || s.Grants.Namespace != "memory" || !s.Builtin {
 			t.Errorf("%s: status %s, namespace %q, builtin %v", s.Name, s.Status, s.Grants.Namespace, s.Builtin)
 		}
-		if s.Manifest.Permission != w.perm || s.Approval != w.approval {
+		if s.Manifest.Permission != w.perm || string(s.Approval) != w.approval {
 			t.Errorf("%s: permission %s, approval %s; want %s, %s", s.Name, s.Manifest.Permission, s.Approval, w.perm, w.approval)
 		}
 	}

@@ -344,7 +344,7 @@ func TestEffectiveApproval(t *testing.T) {
 		{runtime.Network, config.ApprovalOnce, config.ApprovalOnce},
 	}
 	for _, tt := range tests {
-		if got := registry.EffectiveApproval(tt.perm, tt.configured); got != tt.want {
+		if got := registry.EffectiveApproval(tt.perm, tt.configured); string(got) != tt.want {
 			t.Errorf("EffectiveApproval(%s, %q) = %q, want %q", tt.perm, tt.configured, got, tt.want)
 		}
 	}

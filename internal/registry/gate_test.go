@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/registry"
 )
 
 // TestGateInFront: seed 002's cases with the real built-ins, the policies
@@ -67,14 +67,14 @@ allowed_directories = [%s]
 			// through the asker's current answer.
 			var asked []approval.Request
 			answer := false
-			gate := approval.NewGate(approval.AskerFunc(func(_ context.Context, r approval.Request) (bool, error) {
+			gate := approval.New(reg, approval.Options{Asker: approval.AskerFunc(func(_ context.Context, r approval.Request) (bool, error) {
 				asked = append(asked, r)
 				return answer, nil
-			}))
+			})})
 			for i, st := range tt.steps {
 				os.Remove(filepath.Join(scratch, "out.txt"))
 				asked, answer = nil, st.approve
-				err := run(t, reg, gate, st.conv, st.skill, st.input)
+				err := run(t, gate, st.conv, st.skill, st.input)
 				if got := len(asked) > 0; got != st.wantAsk {
 					t.Errorf("step %d (%s): asked = %v, want %v", i, st.skill, got, st.wantAsk)
 				}
@@ -103,20 +103,10 @@ allowed_directories = [%s]
 	}
 }
 
-// run is the invocation path: the gate, then the registry.
-func run(t *testing.T, reg *registry.Registry, gate *approval.Gate, conv, skill, input string) error {
+// run is the invocation path every front end uses: the gate, wrapping the
+// registry.
+func run(t *testing.T, gate *approval.Gate, conv, skill, input string) error {
 	t.Helper()
-	sk, err := reg.Get(skill)
-	if err != nil {
-		return err
-	}
-	err = gate.Check(t.Context(), approval.Request{
-		Conversation: conv, Skill: sk.Name, Permission: string(sk.Manifest.Permission),
-		Policy: sk.Approval, Arguments: json.RawMessage(input),
-	})
-	if err != nil {
-		return err
-	}
-	_, err = reg.Call(t.Context(), skill, []byte(input))
+	_, err := gate.Invoke(t.Context(), catalog.Call{Conversation: conv, Skill: skill, Arguments: json.RawMessage(input)})
 	return err
 }

@@ -27,6 +27,7 @@ import (
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/domain"
 	"github.com/buddy-run/buddy/internal/errs"
@@ -81,13 +82,18 @@ type Skill struct {
 	Manifest *runtime.Manifest // with the effective resources
 	Declared runtime.Resources // what the manifest asked for
 	Grants   hostfns.Grants
-	Approval string // always | once | trust
+	Approval catalog.Policy
 	Status   Status
 	Problem  error  // why the skill cannot run, when Status is not ready
 	SHA256   string // of the module
 	WasmPath string // installed skills: the module file
 
-	wasm []byte // built-ins
+	wasm []byte // built-ins and module files
+	row  store.InstalledSkill // installed skills: the row it was made from
+
+	// calls counts the calls running on mod, so that a skill removed or
+	// replaced while the server runs is closed only once they are done.
+	calls sync.WaitGroup
 
 	mu   sync.Mutex // held while loading
 	mod  *runtime.Module
@@ -122,10 +128,17 @@ func (s *Skill) problem() error {
 	return s.Problem
 }
 
-// Registry holds the registered skills.
+// Registry holds the registered skills. It is safe for concurrent use, and it
+// sees skills installed, upgraded or removed by another process (the CLI while
+// the server runs) at the next List, Lookup, Check or Invoke.
 type Registry struct {
-	opts   Options
+	opts Options
+
+	mu     sync.RWMutex
 	skills map[string]*Skill
+	// seen is the store's fingerprint of installed_skills when skills was
+	// last reconciled with it.
+	seen string
 }
 
 // New registers the enabled built-ins and the installed skills. A built-in
@@ -253,13 +266,13 @@ func (r *Registry) addInstalled(ctx context.Context, row store.InstalledSkill) {
 	m, err := runtime.ParseManifest([]byte(row.Manifest))
 	if err != nil {
 		r.skills[row.Name] = &Skill{Name: row.Name, Status: StatusUnavailable, WasmPath: row.WasmPath, SHA256: row.SHA256,
-			Manifest: runtime.DefaultManifest(row.Name), Approval: config.ApprovalAlways,
+			Manifest: runtime.DefaultManifest(row.Name), Approval: catalog.Always, row: row,
 			Problem: fmt.Errorf("stored manifest: %w", err)}
 		return
 	}
 	sec := r.opts.Config.Skills[row.Name]
 	sk := r.newSkill(row.Name, m, sec, false)
-	sk.WasmPath, sk.SHA256 = row.WasmPath, row.SHA256
+	sk.WasmPath, sk.SHA256, sk.row = row.WasmPath, row.SHA256, row
 	if _, err := r.verify(sk); err != nil {
 		sk.Status, sk.Problem = StatusVerificationFailed, err
 		if row.Status != string(StatusVerificationFailed) {
@@ -367,18 +380,17 @@ func union(a, b []string) []string {
 
 // EffectiveApproval is the section's approval policy, or the default for the
 // permission level: trust for read_only, always otherwise.
-func EffectiveApproval(p runtime.Permission, configured string) string {
-	if configured != "" {
-		return configured
+func EffectiveApproval(p runtime.Permission, configured string) catalog.Policy {
+	if pol, err := catalog.ParsePolicy(configured); err == nil {
+		return pol
 	}
-	if p == runtime.ReadOnly {
-		return config.ApprovalTrust
-	}
-	return config.ApprovalAlways
+	return catalog.DefaultPolicy(catalog.Permission(p))
 }
 
 // Skills returns (snapshots of) the registered skills sorted by name.
 func (r *Registry) Skills() []*Skill {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]*Skill, 0, len(r.skills))
 	for _, s := range r.skills {
 		out = append(out, s.snapshot())
@@ -397,6 +409,8 @@ func (r *Registry) Get(name string) (*Skill, error) {
 }
 
 func (r *Registry) get(name string) (*Skill, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if s, ok := r.skills[name]; ok {
 		return s, nil
 	}
@@ -425,10 +439,11 @@ func sectionFor(name string) string {
 // Call runs a skill with a JSON input through the runtime, loading it first if
 // needed. It does not ask for approval: the caller's gate does.
 func (r *Registry) Call(ctx context.Context, name string, input []byte) (*runtime.Result, error) {
-	s, err := r.get(name)
+	s, err := r.acquire(ctx, name)
 	if err != nil {
 		return nil, err
 	}
+	defer s.calls.Done()
 	if err := ValidateInput(s.Manifest.InputSchema, input); err != nil {
 		return nil, err
 	}
@@ -490,18 +505,27 @@ func (r *Registry) load(ctx context.Context, s *Skill) (*runtime.Module, error) 
 
 // Close unloads every loaded skill.
 func (r *Registry) Close(ctx context.Context) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	var err error
 	for _, s := range r.skills {
-		s.mu.Lock()
-		if s.mod != nil {
-			err = errors.Join(err, s.mod.Close(ctx))
-			s.mod = nil
-		}
-		if s.host != nil {
-			err = errors.Join(err, s.host.Close())
-			s.host = nil
-		}
-		s.mu.Unlock()
+		err = errors.Join(err, s.unload(ctx))
+	}
+	return err
+}
+
+// unload closes s's module and host functions.
+func (s *Skill) unload(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	if s.mod != nil {
+		err = errors.Join(err, s.mod.Close(ctx))
+		s.mod = nil
+	}
+	if s.host != nil {
+		err = errors.Join(err, s.host.Close())
+		s.host = nil
 	}
 	return err
 }

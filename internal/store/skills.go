@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -141,6 +142,23 @@ func (s *Store) ListSkills(ctx context.Context) ([]InstalledSkill, error) {
 		return nil, dbErr(ctx, "listing skills", err)
 	}
 	return out, nil
+}
+
+// SkillsFingerprint is a short value that changes whenever a skill is
+// installed, upgraded or removed (by this process or another): a long-running
+// reader compares it with the last one it saw instead of listing every row.
+// A status change alone does not change it.
+func (s *Store) SkillsFingerprint(ctx context.Context) (string, error) {
+	var n int64
+	var sum, names string
+	err := s.reader.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(updated_at % 1000000007), 0),
+		coalesce(group_concat(name || ':' || sha256, ','), '')
+		FROM (SELECT name, sha256, updated_at FROM installed_skills ORDER BY name)`).Scan(&n, &sum, &names)
+	if err != nil {
+		return "", dbErr(ctx, "fingerprinting installed skills", err)
+	}
+	h := sha256.Sum256([]byte(names))
+	return fmt.Sprintf("%d/%s/%x", n, sum, h[:8]), nil
 }
 
 // DeleteSkill removes an installed skill from the registry (not its files, nor

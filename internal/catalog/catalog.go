@@ -1,0 +1,128 @@
+// Package catalog is the vocabulary of the one call path every front end
+// uses: a Call names a skill and its arguments, an Invoker runs it, a Catalog
+// knows which skills exist. It imports nothing of buddy's, so a front end (the
+// WebSocket server, MCP, the CLI) can hold an Invoker without being able to
+// reach the runtime, the host functions or the registry behind it.
+//
+//	var inv catalog.Invoker = gate // an *approval.Gate wrapping the registry
+//	res, err := inv.Invoke(ctx, catalog.Call{
+//		Conversation: "c_1", Skill: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`),
+//	})
+//
+// The call path (docs/RATIONALE.md, "Project structure and call path"):
+//
+//	server | mcpserver | cmd → approval.Gate → registry (a Catalog) → runtime → hostfns → OS
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Permission is a skill's permission level (MISSION §1).
+type Permission string
+
+// The permission levels.
+const (
+	ReadOnly Permission = "read_only"
+	Mutating Permission = "mutating"
+	Network  Permission = "network"
+)
+
+// Policy is a skill's approval policy (MISSION §4).
+type Policy string
+
+// The approval policies.
+const (
+	Always Policy = "always" // ask on every call
+	Once   Policy = "once"   // ask on the first call of a skill in a conversation
+	Trust  Policy = "trust"  // never ask
+)
+
+// ParsePolicy checks a policy written in buddy.toml or sent by a client.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case Always, Once, Trust:
+		return p, nil
+	}
+	return "", fmt.Errorf("approval policy %q must be \"always\", \"once\" or \"trust\"", s)
+}
+
+// DefaultPolicy is the policy of a skill whose section sets none: trust for
+// read_only skills, always otherwise.
+func DefaultPolicy(p Permission) Policy {
+	if p == ReadOnly {
+		return Trust
+	}
+	return Always
+}
+
+// Call is one request to run a skill.
+type Call struct {
+	// Conversation the call belongs to; "" for a one-shot call (the CLI),
+	// which is its own conversation.
+	Conversation string
+	Skill        string
+	// Arguments are exactly the bytes handed to the skill: a JSON object for
+	// skills with an input schema, any bytes for a raw module run.
+	Arguments json.RawMessage
+	// Raw says Arguments are plain bytes, not a JSON object: allowed only for
+	// a skill that declares no input schema (Extism plugins take bytes).
+	Raw bool
+}
+
+// Result is what a call returned.
+type Result struct {
+	Skill    string
+	Version  string
+	SHA256   string // of the module that ran
+	Output   []byte
+	Fuel     uint64
+	Duration time.Duration
+}
+
+// Info describes a registered skill for a front end: what the LLM and the user
+// see. It is a value: changing it changes nothing in the catalog.
+type Info struct {
+	Name        string
+	Version     string
+	Description string
+	Author      string
+	Builtin     bool
+	Permission  Permission
+	Policy      Policy
+	InputSchema map[string]any
+	// Touches says in plain words what the skill may touch ("read files in
+	// /home/u/docs", "GET https://example.com").
+	Touches []string
+	// Status is "ready", or why the skill cannot run ("verification_failed",
+	// "unavailable"), with Problem saying more.
+	Status  string
+	Problem string
+	SHA256  string
+}
+
+// Ready reports whether the skill can be called.
+func (i Info) Ready() bool { return i.Status == "ready" }
+
+// Invoker runs a skill. The approval gate is the Invoker front ends hold; the
+// registry's own (ungated) Invoke is reachable only from the gate and cmd/.
+type Invoker interface {
+	Invoke(ctx context.Context, c Call) (*Result, error)
+}
+
+// Catalog is the set of skills a gate serves: it lists them, checks a call
+// before anyone is asked about it, and runs it without asking.
+type Catalog interface {
+	Invoker
+	// List returns the registered skills, sorted by name.
+	List(ctx context.Context) ([]Info, error)
+	// Lookup returns one skill (errs.ErrNotFound when there is none).
+	Lookup(ctx context.Context, name string) (Info, error)
+	// Check returns the skill of c when c could run now: it exists, it is
+	// ready, and its arguments fit its input schema (errs.ErrInvalidInput
+	// naming what is wrong). Nothing runs.
+	Check(ctx context.Context, c Call) (Info, error)
+}
