@@ -88,7 +88,7 @@ type Skill struct {
 	SHA256   string // of the module
 	WasmPath string // installed skills: the module file
 
-	wasm []byte // built-ins and module files
+	wasm []byte               // built-ins and module files
 	row  store.InstalledSkill // installed skills: the row it was made from
 
 	// calls counts the calls running on mod, so that a skill removed or
