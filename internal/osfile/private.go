@@ -32,16 +32,12 @@ func (e *InsecureError) Error() string {
 		why = "a file others can change must not decide what skills may do"
 		fix = "chmod 600 " + shellQuote(e.Path)
 	}
-	what := "file"
-	if e.Dir {
-		what = "directory"
-	}
 	if e.Owner >= 0 {
-		return fmt.Sprintf("%s %s is owned by uid %d, not by the user running buddy (uid %d): %s; use one of your own, or take it over after checking it: chown %d %s && %s",
-			what, shellQuote(e.Path), e.Owner, e.UID, why, e.UID, shellQuote(e.Path), fix)
+		return fmt.Sprintf("%s is owned by uid %d, not by the user running buddy (uid %d): %s; use one of your own, or take it over after checking it: chown %d %s && %s",
+			shellQuote(e.Path), e.Owner, e.UID, why, e.UID, shellQuote(e.Path), fix)
 	}
-	return fmt.Sprintf("%s %s is writable by %s (mode %s): %s; fix: %s",
-		what, shellQuote(e.Path), writers(e.Mode), modeString(e.Mode), why, fix)
+	return fmt.Sprintf("%s is writable by %s (mode %s): %s; fix: %s",
+		shellQuote(e.Path), writers(e.Mode), modeString(e.Mode), why, fix)
 }
 
 // Is matches errs.ErrConfig.

@@ -163,10 +163,10 @@ func TestReadPrivate(t *testing.T) {
 		{name: "0600", mode: 0o600},
 		{name: "0644", mode: 0o644},
 		{name: "0400", mode: 0o400},
-		{name: "0664 group-writable", mode: 0o664, want: "file %s is writable by group (mode 0664)"},
+		{name: "0664 group-writable", mode: 0o664, want: "%s is writable by group (mode 0664)"},
 		{name: "0646 world-writable", mode: 0o646, want: "writable by others (mode 0646)"},
 		{name: "0666", mode: 0o666, want: "writable by group and others (mode 0666): a file others can change must not decide what skills may do; fix: chmod 600 %s"},
-		{name: "another user's 0600", mode: 0o600, other: true, want: "file %s is owned by uid 65534"},
+		{name: "another user's 0600", mode: 0o600, other: true, want: "%s is owned by uid 65534"},
 		{name: "another user's 0644", mode: 0o644, other: true, want: "owned by uid 65534"},
 	}
 	for _, tt := range tests {
