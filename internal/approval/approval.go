@@ -37,6 +37,7 @@ var (
 // Request is what the user is asked to approve.
 type Request struct {
 	Conversation string // "" for one-shot use (the CLI)
+	CallID       string // the front end's id of the call, if any
 	Skill        string // skill name
 	Permission   catalog.Permission
 	Policy       catalog.Policy
@@ -136,7 +137,7 @@ func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, err
 		return nil, err
 	}
 	req := Request{
-		Conversation: c.Conversation, Skill: info.Name, Permission: info.Permission,
+		Conversation: c.Conversation, CallID: c.ID, Skill: info.Name, Permission: info.Permission,
 		Policy: info.Policy, Arguments: c.Arguments, Touches: info.Touches,
 	}
 	if c.Conversation == "" && req.Policy == catalog.Once {

@@ -15,7 +15,10 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -61,6 +64,9 @@ func DefaultPolicy(p Permission) Policy {
 
 // Call is one request to run a skill.
 type Call struct {
+	// ID is the front end's id for this call (a tool_call's call_id), carried
+	// into the approval request and the audit log; "" when it has none.
+	ID string
 	// Conversation the call belongs to; "" for a one-shot call (the CLI),
 	// which is its own conversation.
 	Conversation string
@@ -125,4 +131,36 @@ type Catalog interface {
 	// ready, and its arguments fit its input schema (errs.ErrInvalidInput
 	// naming what is wrong). Nothing runs.
 	Check(ctx context.Context, c Call) (Info, error)
+}
+
+// ArgumentsHash is the hex SHA-256 of the canonical JSON of raw (keys sorted,
+// no insignificant space, numbers as written), or of raw itself when it is
+// not JSON. An approval is bound to the arguments with this hash.
+func ArgumentsHash(raw []byte) string {
+	if c, err := Canonical(raw); err == nil {
+		raw = c
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// Canonical re-encodes a JSON value with object keys sorted and no
+// insignificant space; numbers keep their literal text.
+func Canonical(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
