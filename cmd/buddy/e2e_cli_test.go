@@ -694,8 +694,9 @@ func regexpLine(text string, fields ...string) bool {
 	return false
 }
 
-// TestConfigDiscovery: --config, then $BUDDY_CONFIG, then ./buddy.toml, then
-// $XDG_CONFIG_HOME/buddy/buddy.toml, else the embedded defaults.
+// TestConfigDiscovery: --config, then $BUDDY_CONFIG, then
+// $XDG_CONFIG_HOME/buddy/buddy.toml, else the embedded defaults. ./buddy.toml
+// is read only when named, and a note says so.
 func TestConfigDiscovery(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)
@@ -727,12 +728,20 @@ func TestConfigDiscovery(t *testing.T) {
 		{args: append(slices.Clone(list), "--config", flagCfg), dir: cwd, env: []string{"BUDDY_CONFIG=" + envCfg}},
 		{args: list, env: []string{"BUDDY_CONFIG=" + filepath.Join(s.dir, "missing.toml")}},
 		{args: list, env: []string{"BUDDY_CONFIG=" + s.dir}},
+		{args: append(slices.Clone(list), "--config", "buddy.toml"), dir: cwd},
 	})
 	want := [][]string{
 		{"read_file"},
-		{"write_file"},
+		{"read_file"}, // ./buddy.toml is not read unless named
 		{"fetch_url"},
 		{"memory_read", "memory_write", "recall", "remember"},
+	}
+	const note = "note: ./buddy.toml is not read unless named: pass --config buddy.toml (docs/CONFIG.md)\n"
+	for i := range res[:4] {
+		if got, want := strings.Contains(res[i].stderr, note), i > 0; got != want {
+			t.Errorf("case %d: note on stderr = %v, want %v:\n%s", i, got, want, res[i].stderr)
+		}
+		res[i].stderr = strings.Replace(res[i].stderr, note, "", 1)
 	}
 	for i, w := range want {
 		if got := names(decodeList(t, res[i])); !slices.Equal(got, w) {
@@ -744,6 +753,9 @@ func TestConfigDiscovery(t *testing.T) {
 	}
 	if d := res[5].fails(t, errs.KindConfig); !strings.Contains(d, "a directory") {
 		t.Errorf("detail = %q", d)
+	}
+	if got := names(decodeList(t, res[6])); !slices.Equal(got, []string{"write_file"}) {
+		t.Errorf("--config buddy.toml: skills %v, want [write_file]", got)
 	}
 	if got := names(decodeList(t, empty.run(t, list...))); len(got) != 6 || slices.Contains(got, "fetch_url") {
 		t.Errorf("no config anywhere: skills %v, want the embedded defaults", got)

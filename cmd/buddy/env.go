@@ -13,6 +13,7 @@ import (
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"
@@ -36,6 +37,7 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 	if err != nil {
 		return nil, err
 	}
+	a.noteLocalConfig(path)
 	e := &env{}
 	defer func() {
 		if err != nil {
@@ -103,13 +105,31 @@ func embeddedDefaults() (*config.Config, error) {
 		return nil, err
 	}
 	ws := filepath.Join(dir, "workspace")
-	if err := os.MkdirAll(ws, 0o700); err != nil {
-		return nil, errs.Wrap(errs.ErrConfig, "creating workspace "+ws, err)
+	if err := osfile.PrivateDir(ws); err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, "workspace", err)
 	}
 	c.Skills["read_file"] = config.Skill{AllowedDirectories: []string{ws}}
 	c.Skills["write_file"] = config.Skill{AllowedDirectories: []string{ws}}
 	c.Skills[registry.MemorySection] = config.Skill{Memory: true}
 	return c, nil
+}
+
+// noteLocalConfig says, on stderr, that a buddy.toml in the current directory
+// is not the configuration in use: buddy reads it only when named (it grants
+// capabilities, and the directory may not be the operator's).
+func (a *app) noteLocalConfig(used string) {
+	local := config.LocalFile()
+	if local == "" {
+		return
+	}
+	if used != "" {
+		a1, err1 := os.Stat(used)
+		a2, err2 := os.Stat(local)
+		if err1 == nil && err2 == nil && os.SameFile(a1, a2) {
+			return
+		}
+	}
+	fmt.Fprintln(a.stderr, "note: ./buddy.toml is not read unless named: pass --config buddy.toml (docs/CONFIG.md)")
 }
 
 func guestLogger(w io.Writer) func(string, runtime.Level, string) {

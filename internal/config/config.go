@@ -3,7 +3,7 @@
 // and invalid value is reported with its key path and line, and nothing is
 // silently skipped (a directory that does not exist is an error).
 //
-//	path, err := config.Find(flagPath)   // --config, $BUDDY_CONFIG, ./buddy.toml, $XDG_CONFIG_HOME/buddy/buddy.toml
+//	path, err := config.Find(flagPath)   // --config, $BUDDY_CONFIG, $XDG_CONFIG_HOME/buddy/buddy.toml
 //	cfg, err := config.Load(path)        // path "" = the embedded defaults
 //	sk, ok := cfg.Skills["read_file"]    // absent = the built-in is not registered
 //
@@ -27,6 +27,7 @@ import (
 	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/domain"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/internal/tomlx"
 )
 
@@ -126,6 +127,8 @@ const (
 	DefaultApprovalTimeout = 60 * time.Second
 	DefaultProviderTimeout = 2 * time.Minute
 	DefaultMaxIterations   = 10
+	// MaxFileBytes caps buddy.toml (a real one is a few KiB).
+	MaxFileBytes = 1 << 20
 )
 
 // file mirrors buddy.toml for strict decoding.
@@ -261,10 +264,14 @@ func defaultDataDir() string {
 }
 
 // Find returns the configuration file to use: flagPath if set, else
-// $BUDDY_CONFIG, else ./buddy.toml, else $XDG_CONFIG_HOME/buddy/buddy.toml
-// (~/.config when unset). It returns "" when none of the implicit places has a
-// file (the embedded defaults apply); an explicit path that does not exist is
-// an error.
+// $BUDDY_CONFIG, else $XDG_CONFIG_HOME/buddy/buddy.toml (~/.config when
+// unset). It returns "" when the implicit place has no file (the embedded
+// defaults apply); an explicit path that does not exist is an error.
+//
+// ./buddy.toml is not read unless named: the file grants capabilities, and a
+// directory one merely works in (a cloned repository, an unpacked archive, a
+// shared directory) is not the operator's to decide with. LocalFile reports
+// one so that the CLI can say it was skipped.
 func Find(flagPath string) (string, error) {
 	for _, explicit := range []struct{ path, from string }{{flagPath, "--config"}, {os.Getenv("BUDDY_CONFIG"), "$BUDDY_CONFIG"}} {
 		if explicit.path == "" {
@@ -279,7 +286,7 @@ func Find(flagPath string) (string, error) {
 		}
 		return explicit.path, nil
 	}
-	candidates := []string{"buddy.toml"}
+	var candidates []string
 	xdg := os.Getenv("XDG_CONFIG_HOME")
 	if !filepath.IsAbs(xdg) {
 		if h, err := os.UserHomeDir(); err == nil {
@@ -297,14 +304,30 @@ func Find(flagPath string) (string, error) {
 	return "", nil
 }
 
+// LocalFile is the buddy.toml of the current directory, which Find does not
+// pick; it returns "" when there is none (or it is not a file).
+func LocalFile() string {
+	if fi, err := os.Stat("buddy.toml"); err == nil && !fi.IsDir() {
+		return "buddy.toml"
+	}
+	return ""
+}
+
 // Load reads and validates a configuration file; path "" gives Default().
+//
+// The file must be a regular file of at most MaxFileBytes of UTF-8, owned by
+// the user running buddy (or root) and not writable by group or others: a
+// file someone else can change must not widen grants.
 func Load(path string) (*Config, error) {
 	if path == "" {
 		return Default(), nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := osfile.ReadPrivate(path, MaxFileBytes)
 	if err != nil {
-		return nil, errs.Wrap(errs.ErrConfig, "reading "+path, err)
+		return nil, errs.Wrap(errs.ErrConfig, "config file", err)
+	}
+	if err := osfile.CheckUTF8(path, data); err != nil {
+		return nil, err
 	}
 	c, err := Parse(data)
 	if err != nil {
@@ -462,10 +485,12 @@ func validOrigin(s string) bool {
 		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
 }
 
-// DataDir creates the data directory (0700) and returns it.
+// DataDir creates the data directory (0700) and returns it. An existing one
+// must be a directory owned by the user running buddy (or root) and not
+// writable by group or others: buddy runs code compiled into its cache there.
 func (c *Config) DataDir() (string, error) {
-	if err := os.MkdirAll(c.Storage.DataDir, 0o700); err != nil {
-		return "", errs.Wrap(errs.ErrConfig, "creating data directory "+c.Storage.DataDir, err)
+	if err := osfile.PrivateDir(c.Storage.DataDir); err != nil {
+		return "", errs.Wrap(errs.ErrConfig, "data directory", err)
 	}
 	return c.Storage.DataDir, nil
 }

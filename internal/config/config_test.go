@@ -627,7 +627,8 @@ func TestFind(t *testing.T) {
 	}{
 		{name: "flag first", flag: flagFile, env: envFile, chdir: cwd, xdg: xdg, home: home, want: flagFile},
 		{name: "then $BUDDY_CONFIG", env: envFile, chdir: cwd, xdg: xdg, home: home, want: envFile},
-		{name: "then ./buddy.toml", chdir: cwd, xdg: xdg, home: home, want: "buddy.toml"},
+		{name: "./buddy.toml is not read unless named", chdir: cwd, xdg: xdg, home: home, want: xdgFile},
+		{name: "./buddy.toml alone is not read", chdir: cwd, xdg: empty, home: empty, want: ""},
 		{name: "then $XDG_CONFIG_HOME", chdir: empty, xdg: xdg, home: home, want: xdgFile},
 		{name: "then ~/.config when XDG unset", chdir: empty, home: home, want: homeFile},
 		{name: "relative XDG ignored", chdir: empty, xdg: "xdg", home: home, want: homeFile},

@@ -37,12 +37,24 @@ const DefaultMax = 1024
 // newlines and tabs included, and every invisible format character is escaped,
 // invalid UTF-8 too, and the result holds at most max bytes of text plus a
 // marker saying how much was cut. max ≤ 0 means DefaultMax.
-func Terminal(s string, max int) string { return render(s, max, false) }
+func Terminal(s string, max int) string { return marked(render(s, max, false)) }
 
 // Block is Terminal for multi-line text: \n and \t are kept as they are; every
 // other control character (CR included: it would let a line overwrite the
 // one before) is escaped.
-func Block(s string, max int) string { return render(s, max, true) }
+func Block(s string, max int) string { return marked(render(s, max, true)) }
+
+// Prefix is Terminal without the marker: the escaped text that fits in max
+// bytes, and how many bytes of s it leaves out, for callers that say so in
+// their own words ("content: 10,485,760 bytes, first 200: ...").
+func Prefix(s string, max int) (shown string, rest int) { return render(s, max, false) }
+
+func marked(shown string, rest int) string {
+	if rest > 0 {
+		return shown + Cut(rest)
+	}
+	return shown
+}
 
 // Bytes formats a byte count with thousands separators: 10485760 →
 // "10,485,760".
@@ -86,13 +98,13 @@ func Safe(r rune) bool {
 	return !unicode.Is(unicode.Cf, r) && !unicode.Is(unicode.Cs, r)
 }
 
-func render(s string, max int, multiline bool) string {
+func render(s string, max int, multiline bool) (string, int) {
 	if max <= 0 {
 		max = DefaultMax
 	}
 	// Fast path: short and clean text is returned as it is.
 	if len(s) <= max && clean(s, multiline) {
-		return s
+		return s, 0
 	}
 	out := make([]byte, 0, min(len(s), max)+32)
 	i := 0
@@ -120,10 +132,7 @@ func render(s string, max int, multiline bool) string {
 		}
 		i += size
 	}
-	if i < len(s) {
-		out = append(out, Cut(len(s)-i)...)
-	}
-	return string(out)
+	return string(out), len(s) - i
 }
 
 // clean reports whether s holds nothing to escape.
