@@ -32,6 +32,7 @@ type migration struct {
 // database to version 1, migrations[1] (when it exists) to version 2, and so on.
 var migrations = []migration{
 	{name: "installed skills, kv, memories", sql: schemaV1},
+	{name: "conversations, messages, approvals, audit", sql: schemaV2},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -155,6 +156,87 @@ CREATE TRIGGER memories_update AFTER UPDATE OF namespace, text, tags ON memories
 	ON CONFLICT (namespace) DO UPDATE SET
 		memories = memories + 1,
 		memory_bytes = memory_bytes + excluded.memory_bytes;
+END;
+`
+
+// schemaV2: what `buddy serve` keeps of a conversation: the conversations, their
+// messages (user and assistant text, tool calls and their results), the
+// approvals asked for and how they were decided, and an audit row per skill
+// invocation (a CLI call too, with an empty conversation). Optional times are NULL, not 0.
+// JSON columns hold the JSON text as given, NULL when there is none. Audit rows
+// are never updated (a trigger refuses it); deleting old ones stays possible for
+// a retention policy.
+const schemaV2 = `
+CREATE TABLE conversations (
+	id         TEXT PRIMARY KEY NOT NULL,
+	title      TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	ended_at   INTEGER
+) STRICT;
+
+CREATE INDEX conversations_updated ON conversations (updated_at);
+
+CREATE TABLE messages (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	conversation TEXT NOT NULL REFERENCES conversations (id),
+	role         TEXT NOT NULL,
+	text         TEXT NOT NULL DEFAULT '',
+	tool_calls   TEXT,
+	call_id      TEXT NOT NULL DEFAULT '',
+	skill        TEXT NOT NULL DEFAULT '',
+	arguments    TEXT,
+	ok           INTEGER NOT NULL DEFAULT 0,
+	result       TEXT,
+	result_text  TEXT NOT NULL DEFAULT '',
+	error_kind   TEXT NOT NULL DEFAULT '',
+	error_detail TEXT NOT NULL DEFAULT '',
+	fuel         INTEGER NOT NULL DEFAULT 0,
+	duration_us  INTEGER NOT NULL DEFAULT 0,
+	created_at   INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX messages_conversation ON messages (conversation, id);
+
+CREATE TABLE approvals (
+	id             TEXT PRIMARY KEY NOT NULL,
+	conversation   TEXT NOT NULL REFERENCES conversations (id),
+	call_id        TEXT NOT NULL DEFAULT '',
+	skill          TEXT NOT NULL,
+	permission     TEXT NOT NULL DEFAULT '',
+	arguments      TEXT,
+	arguments_hash TEXT NOT NULL DEFAULT '',
+	status         TEXT NOT NULL,
+	decided_by     TEXT NOT NULL DEFAULT '',
+	requested_at   INTEGER NOT NULL,
+	expires_at     INTEGER,
+	decided_at     INTEGER
+) STRICT;
+
+CREATE INDEX approvals_conversation ON approvals (conversation, requested_at);
+CREATE INDEX approvals_pending ON approvals (status) WHERE status = 'pending';
+
+CREATE TABLE audit (
+	id             INTEGER PRIMARY KEY AUTOINCREMENT,
+	time           INTEGER NOT NULL,
+	conversation   TEXT NOT NULL DEFAULT '',
+	skill          TEXT NOT NULL,
+	version        TEXT NOT NULL DEFAULT '',
+	module_sha256  TEXT NOT NULL DEFAULT '',
+	arguments_hash TEXT NOT NULL DEFAULT '',
+	outcome        TEXT NOT NULL,
+	detail         TEXT NOT NULL DEFAULT '',
+	asked          INTEGER NOT NULL DEFAULT 0,
+	fuel           INTEGER NOT NULL DEFAULT 0,
+	duration_us    INTEGER NOT NULL DEFAULT 0,
+	bytes_in       INTEGER NOT NULL DEFAULT 0,
+	bytes_out      INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE INDEX audit_conversation ON audit (conversation, id);
+
+CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit BEGIN
+	SELECT RAISE(ABORT, 'audit rows are append-only');
 END;
 `
 
