@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
 
 	"github.com/buddy-run/buddy/internal/errs"
 )
@@ -46,7 +47,8 @@ func fileHash(t *testing.T, path string) [32]byte {
 }
 
 // rawExec runs SQL on the database file with a plain SQLite connection, outside
-// the store, the way a user with the sqlite3 shell would.
+// the store, the way a user with the sqlite3 shell would (FTS5 included, as in
+// the shell).
 func rawExec(t *testing.T, path, query string) {
 	t.Helper()
 	c, err := sqlite3.Open(path)
@@ -54,6 +56,9 @@ func rawExec(t *testing.T, path, query string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if err := fts5.Register(c); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Exec(query); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
