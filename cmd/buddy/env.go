@@ -58,7 +58,7 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 	e.rt, err = runtime.New(ctx, runtime.Options{
 		CacheDir:      filepath.Join(e.dataDir, "cache"),
 		MaxConcurrent: e.cfg.Limits.MaxConcurrent,
-		Prepared:      -1, // one call per process: nothing to prepare ahead
+		Prepared:      a.prepared(),
 		Log:           guestLogger(a.stderr),
 	})
 	if err != nil {
@@ -185,4 +185,13 @@ func parseCommand(cmd string, args []string, n int, usage string, add func(*flag
 		return nil, "", err
 	}
 	return pos, configPath, nil
+}
+
+// prepared is how many instances the runtime keeps ready per module: none
+// for a one-call CLI command, the default for a server.
+func (a *app) prepared() int {
+	if a.longRunning {
+		return 0
+	}
+	return -1
 }

@@ -7,6 +7,8 @@
 //	buddy skill install ./plugin.wasm [--manifest skill.toml] [--upgrade] [--yes]
 //	buddy skill info NAME | remove NAME
 //	buddy skill init NAME --lang tinygo|rust [--dir DIR]
+//	buddy serve [--listen 127.0.0.1:7700]              # the WebSocket server; SIGHUP reloads buddy.toml
+//	buddy token [--rotate]                            # the server's bearer token
 //
 // On failure buddy prints "error: <kind>: <detail>" on stderr and exits with
 // the kind's code (README "Exit codes"); that contract is stable.
@@ -42,6 +44,9 @@ type app struct {
 	stdout, stderr io.Writer
 	// isTerminal reports whether stdin is a terminal a prompt can be answered on.
 	isTerminal func() bool
+	// longRunning is set by commands that serve many calls (buddy serve):
+	// the runtime then keeps fresh instances ready ahead of demand.
+	longRunning bool
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -81,6 +86,8 @@ Usage:
   buddy skill install FILE.wasm [--manifest skill.toml] [--upgrade] [--yes]
   buddy skill remove NAME
   buddy skill init NAME --lang tinygo|rust [--dir DIR]
+  buddy serve [--listen ADDR]         HTTP + WebSocket server (docs/PROTOCOL.md)
+  buddy token [--rotate]              print (or replace) the server's token
   buddy version
 
 Every command takes --config FILE (else $BUDDY_CONFIG, ./buddy.toml,
@@ -102,6 +109,10 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return nil
 	case "skill":
 		return a.skill(ctx, args[1:])
+	case "serve":
+		return a.serve(ctx, args[1:])
+	case "token":
+		return a.token(ctx, args[1:])
 	}
 	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown command %q (see buddy help)", args[0]))
 }

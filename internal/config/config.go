@@ -60,6 +60,13 @@ type Server struct {
 	AllowedOrigins  []string      // extra Origins allowed besides the server's own
 	MaxMessageBytes int64         // WebSocket message cap; default 1 MiB
 	WriteTimeout    time.Duration // per WebSocket write; default 10s
+	// AllowRemote must be true to listen on an address that is not loopback.
+	AllowRemote bool
+	// AllowedHosts are Host names served besides loopback ones (DNS
+	// rebinding: any other Host gets 403).
+	AllowedHosts []string
+	// MaxConnections caps concurrent WebSocket connections; default 2048.
+	MaxConnections int
 }
 
 // Provider is [provider]: the LLM endpoint. Kind "" means none: the server still
@@ -117,6 +124,7 @@ const (
 	DefaultListen          = "127.0.0.1:7700"
 	DefaultMaxMessageBytes = 1 << 20
 	DefaultWriteTimeout    = 10 * time.Second
+	DefaultMaxConnections  = 2048
 	DefaultMaxFuel         = 10_000_000_000
 	DefaultMaxMemoryMB     = 256
 	DefaultMaxTimeout      = 5 * time.Minute
@@ -139,6 +147,9 @@ type file struct {
 		AllowedOrigins  []string `toml:"allowed_origins"`
 		MaxMessageBytes *int64   `toml:"max_message_bytes"`
 		WriteTimeout    *string  `toml:"write_timeout"`
+		AllowRemote     *bool    `toml:"allow_remote"`
+		AllowedHosts    []string `toml:"allowed_hosts"`
+		MaxConnections  *int64   `toml:"max_connections"`
 	} `toml:"server"`
 	Provider *struct {
 		Kind          *string `toml:"kind"`
@@ -201,6 +212,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Server.MaxMessageBytes == 0 {
 		c.Server.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.Server.MaxConnections == 0 {
+		c.Server.MaxConnections = DefaultMaxConnections
 	}
 	if c.Server.WriteTimeout == 0 {
 		c.Server.WriteTimeout = DefaultWriteTimeout
@@ -362,6 +376,17 @@ func Parse(data []byte) (*Config, error) {
 		c.Server.AllowedOrigins = s.AllowedOrigins
 		c.Server.MaxMessageBytes = v.positive(s.MaxMessageBytes, "server.max_message_bytes", 1<<30)
 		c.Server.WriteTimeout = v.duration(s.WriteTimeout, "server.write_timeout")
+		if s.AllowRemote != nil {
+			c.Server.AllowRemote = *s.AllowRemote
+		}
+		for i, h := range s.AllowedHosts {
+			if !validHost(h) {
+				v.fail(fmt.Sprintf("server.allowed_hosts[%d]", i), "%q must be a host name or IP address, without scheme or port", h)
+				continue
+			}
+			c.Server.AllowedHosts = append(c.Server.AllowedHosts, strings.ToLower(h))
+		}
+		c.Server.MaxConnections = int(v.positive(s.MaxConnections, "server.max_connections", 1<<20))
 	}
 	if p := f.Provider; p != nil {
 		c.Provider.Kind = v.str(p.Kind, "provider.kind")
@@ -465,6 +490,27 @@ func Parse(data []byte) (*Config, error) {
 	}
 	c.fillDefaults()
 	return c, nil
+}
+
+// validHost reports whether s is a bare host name or IP address.
+func validHost(s string) bool {
+	if net.ParseIP(s) != nil {
+		return true
+	}
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // validListen reports whether s is host:port with a numeric port.

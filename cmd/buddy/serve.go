@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/registry"
+	"github.com/buddy-run/buddy/internal/server"
+)
+
+// shutdownGrace bounds how long a stopping server waits for calls to end
+// after canceling them.
+const shutdownGrace = 10 * time.Second
+
+// serve is `buddy serve [--listen ADDR]`: the HTTP + WebSocket server.
+// SIGINT/SIGTERM stop it cleanly (exit 0); SIGHUP reloads buddy.toml.
+func (a *app) serve(ctx context.Context, args []string) error {
+	var listenFlag *string
+	_, configPath, err := parseCommand("serve", args, 0, "[--listen ADDR]", func(fs *flag.FlagSet) {
+		listenFlag = fs.String("listen", "", "address to listen on (default: [server] listen, 127.0.0.1:7700)")
+	})
+	if err != nil {
+		return err
+	}
+	a.longRunning = true
+	e, err := a.openEnv(ctx, configPath, true, true)
+	if err != nil {
+		return err
+	}
+	defer e.Close(context.WithoutCancel(ctx))
+	log := newLogger(a.stderr)
+	cfg := e.cfg
+	listen := cfg.Server.Listen
+	if *listenFlag != "" {
+		listen = *listenFlag
+	}
+	remote, err := checkListen(listen, cfg.Server.AllowRemote)
+	if err != nil {
+		return err
+	}
+	tok, err := loadToken(cfg.Server.TokenFile)
+	if err != nil {
+		return err
+	}
+	if n, err := e.st.ExpirePendingApprovals(ctx, time.Now().UTC()); err != nil {
+		return err
+	} else if n > 0 {
+		log.Info("expired approvals left pending by the last run", "count", n)
+	}
+
+	live := registry.NewLive(e.reg)
+	e.reg = nil // the live catalog owns it now
+	defer live.Close(context.WithoutCancel(ctx))
+	timeout := cfg.Approval.Timeout
+	srv, err := server.New(server.Options{
+		Token: tok,
+		Store: e.st,
+		NewGate: func(asker approval.Asker) server.Gate {
+			return approval.New(live, approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(e.st, log)})
+		},
+		AllowedOrigins:  cfg.Server.AllowedOrigins,
+		AllowedHosts:    cfg.Server.AllowedHosts,
+		MaxMessageBytes: cfg.Server.MaxMessageBytes,
+		WriteTimeout:    cfg.Server.WriteTimeout,
+		MaxConnections:  cfg.Server.MaxConnections,
+		Logger:          log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return errs.Wrap(errs.ErrUnavailable, "listening on "+listen, err)
+	}
+	httpSrv := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// net/http's own complaints go to the structured log, not raw stderr.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if remote {
+		log.Warn("LISTENING ON A NON-LOOPBACK ADDRESS: anyone who can reach it and has the token can run your skills", "listen", ln.Addr().String())
+	}
+	addr := ln.Addr().String()
+	fmt.Fprintf(a.stdout, "buddy is serving on http://%s/\nopen the page: http://%s/#token=%s\n", addr, addr, tok)
+	log.Info("serving", "listen", addr, "config", cfg.Path, "skills", len(live.Current().Skills()))
+
+	served := make(chan error, 1)
+	go func() { served <- httpSrv.Serve(ln) }()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case err := <-served:
+			if !errors.Is(err, http.ErrServerClosed) {
+				return errs.Wrap(errs.ErrUnavailable, "serving", err)
+			}
+			return nil
+		case <-hup:
+			a.reload(ctx, e, live, configPath, log)
+		case <-ctx.Done():
+			log.Info("shutting down")
+			stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+			defer cancel()
+			// Stop accepting, then cancel calls, expire questions and
+			// close the WebSocket connections (hijacked: Shutdown does
+			// not wait for them).
+			shutErr := httpSrv.Shutdown(stop)
+			closeErr := srv.Close(stop)
+			if _, err := e.st.ExpirePendingApprovals(stop, time.Now().UTC()); err != nil {
+				log.Error("expiring pending approvals", "err", err)
+			}
+			if err := errors.Join(shutErr, closeErr); err != nil {
+				log.Warn("shutdown", "err", err)
+			}
+			log.Info("stopped")
+			return nil
+		}
+	}
+}
+
+// reload re-reads buddy.toml on SIGHUP: new grants and policies apply to new
+// calls; a file that does not load is reported and the old configuration
+// kept.
+func (a *app) reload(ctx context.Context, e *env, live *registry.Live, configPath string, log *slog.Logger) {
+	cfg, err := a.loadConfig(configPath)
+	if err != nil {
+		log.Error("reload failed: keeping the old configuration", "err", err)
+		return
+	}
+	reg, err := registry.New(ctx, registry.Options{
+		Runtime: e.rt, Config: cfg, Store: e.st, Deps: hostfns.Deps{KV: e.st, Memories: e.st},
+	})
+	if err != nil {
+		log.Error("reload failed: keeping the old configuration", "err", err)
+		return
+	}
+	live.Swap(ctx, reg)
+	e.cfg = cfg
+	log.Info("configuration reloaded", "config", cfg.Path, "skills", len(reg.Skills()))
+}
+
+// checkListen refuses a non-loopback address unless allowed; it reports
+// whether the address is remote.
+func checkListen(addr string, allowRemote bool) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, errs.New(errs.ErrInvalidInput, fmt.Sprintf("--listen %q must be host:port", addr))
+	}
+	if host == "localhost" {
+		return false, nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return false, nil
+	}
+	if !allowRemote {
+		return true, errs.New(errs.ErrConfig, fmt.Sprintf("listening on %s would expose buddy beyond this machine: set [server] allow_remote = true in buddy.toml to allow it", addr))
+	}
+	return true, nil
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// SessionCookie is the cookie a browser gets from POST /api/session: an HMAC
+// of the token, never the token itself; HttpOnly, SameSite=Strict.
+const SessionCookie = "buddy_session"
+
+// sessionValue derives the cookie value from the token. Rotating the token
+// (buddy token --rotate) invalidates every cookie.
+func sessionValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("buddy session cookie v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// equal compares secrets in constant time (over their hashes, so that the
+// length of the expected value does not leak either).
+func equal(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1 && want != ""
+}
+
+// authenticated reports whether r carries the token (Authorization: Bearer)
+// or the session cookie.
+func (s *Server) authenticated(r *http.Request) bool {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		return ok && strings.EqualFold(scheme, "Bearer") && equal(strings.TrimSpace(tok), s.opts.Token)
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return equal(c.Value, s.session)
+	}
+	return false
+}
+
+// hostAllowed checks the Host header against DNS rebinding: loopback names
+// and addresses, the address the server listens on, and the configured
+// allowed_hosts.
+func (s *Server) hostAllowed(host string) bool {
+	h := hostOnly(host)
+	if h == "" {
+		return false
+	}
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, a := range s.opts.AllowedHosts {
+		if strings.EqualFold(hostOnly(a), h) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostOnly lowercases host and drops its port and IPv6 brackets.
+func hostOnly(host string) string {
+	host = strings.ToLower(strings.TrimSpace(host))
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+}
+
+// originAllowed checks a browser's Origin header: absent (not a browser, or a
+// same-origin GET) is fine; otherwise it must be the server's own origin (the
+// scheme and Host the request came to) or one of allowed_origins. "null"
+// (sandboxed frames, file: pages) never is.
+func (s *Server) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, o := range s.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(o, "/"), strings.TrimSuffix(origin, "/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// stateChanging reports whether r may change something: anything but GET,
+// HEAD and OPTIONS, and every WebSocket upgrade (its frames do).
+func stateChanging(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return isUpgrade(r)
+	}
+	return true
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}

@@ -1,0 +1,359 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/store"
+)
+
+// conv is the live state of a conversation: who watches it, its calls in
+// flight and its open approval questions. It exists while any of them does.
+type conv struct {
+	id      string
+	subs    map[*client]struct{}
+	running map[string]context.CancelFunc // call id → cancel
+	asking  map[string]*question          // approval id → question
+}
+
+// question is an approval request waiting for its first answer.
+type question struct {
+	id     string
+	conv   string
+	hash   string
+	frame  []byte    // the approval_request frame, re-sent to new subscribers
+	answer chan bool // buffered: the first answer
+	// status is "" while open, then approved | denied | expired | canceled;
+	// the question stays findable until its decision is stored.
+	status string
+}
+
+// liveConv returns the live state of a conversation, creating it. Call with
+// s.mu held.
+func (s *Server) liveConv(id string) *conv {
+	c := s.convs[id]
+	if c == nil {
+		c = &conv{id: id, subs: map[*client]struct{}{}, running: map[string]context.CancelFunc{}, asking: map[string]*question{}}
+		s.convs[id] = c
+	}
+	return c
+}
+
+// dropIdle forgets a conversation's live state once nothing uses it. Call
+// with s.mu held.
+func (s *Server) dropIdle(c *conv) {
+	if len(c.subs) == 0 && len(c.running) == 0 && len(c.asking) == 0 {
+		delete(s.convs, c.id)
+	}
+}
+
+// broadcast sends a frame to every subscriber of a conversation.
+func (s *Server) broadcast(convID string, frame []byte) {
+	s.mu.Lock()
+	c := s.convs[convID]
+	var subs []*client
+	if c != nil {
+		subs = make([]*client, 0, len(c.subs))
+		for cl := range c.subs {
+			subs = append(subs, cl)
+		}
+	}
+	s.mu.Unlock()
+	for _, cl := range subs {
+		cl.send(frame)
+	}
+}
+
+// subscribe adds cl to a conversation's watchers and returns the approval
+// requests still open in it, for cl to answer.
+func (s *Server) subscribe(cl *client, convID string) [][]byte {
+	open, _ := s.subscribeNew(cl, convID)
+	return open
+}
+
+// subscribeNew is subscribe that also says whether cl was not yet watching.
+func (s *Server) subscribeNew(cl *client, convID string) ([][]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.liveConv(convID)
+	_, had := c.subs[cl]
+	c.subs[cl] = struct{}{}
+	cl.subs[convID] = struct{}{}
+	var open [][]byte
+	for _, q := range c.asking {
+		if q.status == "" {
+			open = append(open, q.frame)
+		}
+	}
+	return open, !had
+}
+
+// unsubscribeAll removes a closed client from every conversation.
+func (s *Server) unsubscribeAll(cl *client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range cl.subs {
+		if c := s.convs[id]; c != nil {
+			delete(c.subs, cl)
+			s.dropIdle(c)
+		}
+	}
+	delete(s.clients, cl)
+}
+
+// conversation returns a stored conversation that has not ended.
+func (s *Server) conversation(ctx context.Context, id string) (store.Conversation, error) {
+	c, err := s.opts.Store.GetConversation(ctx, id)
+	if err != nil {
+		if errors.Is(err, errs.ErrNotFound) {
+			return c, errs.New(errs.ErrNotFound, fmt.Sprintf("no conversation %q", clip(id, 80)))
+		}
+		return c, err
+	}
+	if !c.EndedAt.IsZero() {
+		return c, errs.New(errs.ErrNotFound, fmt.Sprintf("conversation %q has ended", clip(id, 80)))
+	}
+	return c, nil
+}
+
+// newConversation creates and stores a conversation.
+func (s *Server) newConversation(ctx context.Context, title string) (string, error) {
+	id := newID("c_")
+	now := time.Now().UTC()
+	if err := s.opts.Store.CreateConversation(ctx, store.Conversation{ID: id, Title: clip(title, 200), CreatedAt: now, UpdatedAt: now}); err != nil {
+		return "", fmt.Errorf("creating a conversation: %w", err)
+	}
+	s.log.Info("conversation created", "conversation", id)
+	return id, nil
+}
+
+// startCall checks a call and, if it may be attempted, announces it with a
+// tool_call frame and runs it in the background: the gate may ask, the skill
+// runs, the tool_result goes to every subscriber. A call that cannot be
+// attempted (unknown skill, bad arguments) is an error for the caller only.
+func (s *Server) startCall(ctx context.Context, call catalog.Call, done func()) error {
+	if _, err := s.gate.Check(ctx, call); err != nil {
+		done()
+		return err
+	}
+	call.ID = newID("call_")
+	callCtx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		done()
+		return errs.New(errs.ErrUnavailable, "the server is shutting down")
+	}
+	c := s.liveConv(call.Conversation)
+	c.running[call.ID] = cancel
+	s.calls.Add(1)
+	s.mu.Unlock()
+
+	s.broadcast(call.Conversation, encode(toolCallFrame{
+		Type: "tool_call", ConversationID: call.Conversation, CallID: call.ID, Skill: call.Skill, Arguments: call.Arguments,
+	}))
+	go func() {
+		defer s.calls.Done()
+		defer done()
+		defer func() {
+			cancel()
+			s.mu.Lock()
+			delete(c.running, call.ID)
+			s.dropIdle(c)
+			s.mu.Unlock()
+		}()
+		s.runCall(callCtx, call)
+	}()
+	return nil
+}
+
+// runCall invokes through the gate and reports the result.
+func (s *Server) runCall(ctx context.Context, call catalog.Call) {
+	start := time.Now()
+	res, err := s.gate.Invoke(ctx, call)
+	f := toolResultFrame{Type: "tool_result", ConversationID: call.Conversation, CallID: call.ID, Skill: call.Skill}
+	msg := store.Message{Conversation: call.Conversation, Role: "tool", CallID: call.ID, Skill: call.Skill, Arguments: call.Arguments}
+	if err != nil {
+		kind := errs.KindOf(err)
+		f.Error = &errorBody{Kind: string(kind), Detail: err.Error()}
+		f.DurationMS = ms(time.Since(start))
+		msg.ErrorKind, msg.ErrorDetail = string(kind), err.Error()
+	} else {
+		f.OK, f.Result, f.Fuel, f.DurationMS = true, resultJSON(res.Output), res.Fuel, ms(res.Duration)
+		msg.OK, msg.Fuel, msg.DurationUS = true, res.Fuel, res.Duration.Microseconds()
+		if json.Valid(res.Output) {
+			msg.Result = json.RawMessage(res.Output)
+		} else {
+			msg.ResultText = string(res.Output)
+		}
+	}
+	if _, perr := s.opts.Store.AppendMessage(context.WithoutCancel(ctx), msg); perr != nil {
+		s.log.Error("storing a tool result", "conversation", call.Conversation, "call", call.ID, "err", perr)
+	}
+	s.log.Info("invocation", "conversation", call.Conversation, "call", call.ID, "skill", call.Skill,
+		"arguments_sha256", catalog.ArgumentsHash(call.Arguments)[:16], "ok", f.OK, "kind", kindOf(f.Error),
+		"duration_ms", f.DurationMS)
+	s.broadcast(call.Conversation, encode(f))
+}
+
+func kindOf(e *errorBody) string {
+	if e == nil {
+		return ""
+	}
+	return e.Kind
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// cancelConversation cancels a conversation's calls in flight (their open
+// questions end as canceled).
+func (s *Server) cancelConversation(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.convs[id]
+	if c == nil {
+		return 0
+	}
+	for _, cancel := range c.running {
+		cancel()
+	}
+	return len(c.running)
+}
+
+// ask is the server's approval.Asker: it stores the question, sends an
+// approval_request to the conversation's subscribers and waits for the first
+// answer, the gate's deadline, or the call's cancellation.
+func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
+	if req.Conversation == "" {
+		return false, errors.New("no conversation to ask in")
+	}
+	q := &question{id: newID("ap_"), conv: req.Conversation, hash: catalog.ArgumentsHash(req.Arguments), answer: make(chan bool, 1)}
+	now := time.Now().UTC()
+	expires := req.Expires.UTC()
+	args := req.Arguments
+	if !json.Valid(args) {
+		args, _ = json.Marshal(string(args))
+	}
+	q.frame = encode(approvalRequestFrame{
+		Type: "approval_request", ID: q.id, ConversationID: req.Conversation, CallID: req.CallID, SkillName: req.Skill,
+		Arguments: args, PermissionLevel: string(req.Permission), ExpiresAt: expires, ArgumentsHash: q.hash, Touches: req.Touches,
+	})
+	err := s.opts.Store.InsertApproval(ctx, store.Approval{
+		ID: q.id, Conversation: req.Conversation, CallID: req.CallID, Skill: req.Skill, Permission: string(req.Permission),
+		Arguments: args, ArgumentsHash: q.hash, Status: "pending", RequestedAt: now, ExpiresAt: expires,
+	})
+	if err != nil {
+		return false, fmt.Errorf("storing the approval request: %w", err)
+	}
+	s.mu.Lock()
+	c := s.liveConv(req.Conversation)
+	c.asking[q.id] = q
+	s.pending[q.id] = q
+	s.mu.Unlock()
+	s.log.Info("approval requested", "conversation", req.Conversation, "approval", q.id, "skill", req.Skill, "call", req.CallID)
+	s.broadcast(req.Conversation, q.frame)
+
+	var approved bool
+	var reason, status string
+	select {
+	case approved = <-q.answer:
+		reason = "user"
+	case <-ctx.Done():
+		// Nobody answered in time, or the call was canceled; an answer may
+		// have won the race meanwhile.
+		s.mu.Lock()
+		if q.status == "" {
+			status, reason = "expired", "timeout"
+			if errors.Is(ctx.Err(), context.Canceled) {
+				status, reason = "canceled", "canceled"
+			}
+			q.status = status
+		}
+		s.mu.Unlock()
+		if status == "" {
+			approved, reason = <-q.answer, "user"
+		} else if err := s.opts.Store.DecideApproval(context.WithoutCancel(ctx), q.id, status, reason, time.Now().UTC()); err != nil {
+			s.log.Error("storing an approval decision", "approval", q.id, "err", err)
+		}
+	}
+	s.mu.Lock()
+	delete(c.asking, q.id)
+	delete(s.pending, q.id)
+	s.dropIdle(c)
+	s.mu.Unlock()
+	s.log.Info("approval resolved", "conversation", req.Conversation, "approval", q.id, "approved", approved, "reason", reason)
+	s.broadcast(req.Conversation, encode(approvalResolvedFrame{
+		Type: "approval_resolved", ID: q.id, ConversationID: req.Conversation, Approved: approved, Reason: reason,
+	}))
+	if reason != "user" {
+		return false, ctx.Err()
+	}
+	return approved, nil
+}
+
+// answer records the first answer to an approval question. convID, when not
+// "", must be the question's conversation. hash, when not "", must be the
+// hash of the arguments the question showed. The status tells HTTP clients
+// what happened: 200, 404 (unknown here), 409 (already answered), 410
+// (expired), 400 (other arguments).
+func (s *Server) answer(ctx context.Context, convID, id string, approved bool, hash string) (int, error) {
+	s.mu.Lock()
+	q := s.pending[id]
+	if q != nil && convID != "" && q.conv != convID {
+		q = nil
+	}
+	if q != nil {
+		switch q.status {
+		case "":
+			if hash != "" && hash != q.hash {
+				s.mu.Unlock()
+				return http.StatusBadRequest, errs.New(errs.ErrInvalidInput, "arguments_hash does not match the arguments of approval "+id)
+			}
+			q.status = "denied"
+			if approved {
+				q.status = "approved"
+			}
+		case "approved", "denied":
+			s.mu.Unlock()
+			return http.StatusConflict, errs.New(errs.ErrInvalidInput, "approval "+id+" was already answered")
+		default:
+			s.mu.Unlock()
+			return http.StatusGone, errs.New(errs.ErrTimeout, "approval "+id+" expired")
+		}
+	}
+	s.mu.Unlock()
+	if q == nil {
+		return s.answerStored(ctx, convID, id)
+	}
+	// The first answer is stored before it is acted on: nothing runs on an
+	// approval that a crash could forget.
+	if err := s.opts.Store.DecideApproval(ctx, id, q.status, "user", time.Now().UTC()); err != nil {
+		s.log.Error("storing an approval decision", "approval", id, "err", err)
+	}
+	q.answer <- approved
+	return http.StatusOK, nil
+}
+
+// answerStored explains an answer to a question that is not open here.
+func (s *Server) answerStored(ctx context.Context, convID, id string) (int, error) {
+	a, err := s.opts.Store.GetApproval(ctx, id)
+	if err != nil || (convID != "" && a.Conversation != convID) {
+		if err != nil && !errors.Is(err, errs.ErrNotFound) {
+			return http.StatusInternalServerError, err
+		}
+		return http.StatusNotFound, errs.New(errs.ErrNotFound, fmt.Sprintf("no approval %q in this conversation", clip(id, 80)))
+	}
+	switch a.Status {
+	case "approved", "denied":
+		return http.StatusConflict, errs.New(errs.ErrInvalidInput, "approval "+id+" was already answered")
+	}
+	return http.StatusGone, errs.New(errs.ErrTimeout, "approval "+id+" expired")
+}

@@ -1,0 +1,231 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/errs"
+)
+
+// client is one WebSocket connection. Its frames go out through a bounded
+// queue drained by its own writer: a client that stops reading is
+// disconnected when the queue is full, it never blocks the others.
+type client struct {
+	s      *Server
+	ws     *websocket.Conn
+	remote string
+	out    chan []byte
+	done   chan struct{}
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	calls  atomic.Int64 // in flight
+
+	// subs is guarded by s.mu.
+	subs map[string]struct{}
+}
+
+// serveWS upgrades GET /api/ws.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if n := s.nclients.Add(1); n > int64(s.opts.MaxConnections) {
+		s.nclients.Add(-1)
+		s.log.Warn("refused connection", "reason", "too many connections", "remote", r.RemoteAddr)
+		writeError(w, http.StatusServiceUnavailable, errs.KindUnavailable, "too many connections")
+		return
+	}
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		s.nclients.Add(-1)
+		return // the upgrader has answered
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	cl := &client{
+		s: s, ws: ws, remote: r.RemoteAddr, out: make(chan []byte, s.opts.SendQueue), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel, subs: map[string]struct{}{},
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.nclients.Add(-1)
+		cancel()
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
+		ws.Close()
+		return
+	}
+	s.clients[cl] = struct{}{}
+	s.mu.Unlock()
+	s.log.Info("connection opened", "remote", r.RemoteAddr)
+	go cl.writeLoop()
+	cl.readLoop()
+}
+
+// send queues a frame; a full queue disconnects the client.
+func (cl *client) send(frame []byte) {
+	select {
+	case <-cl.done:
+	case cl.out <- frame:
+	default:
+		cl.s.log.Warn("disconnecting a slow client", "remote", cl.remote, "queued", len(cl.out))
+		cl.close(websocket.CloseTryAgainLater, "send queue full: the client is not reading")
+	}
+}
+
+func (cl *client) sendError(kind errs.Kind, detail, convID string) {
+	cl.send(encode(errorFrame{Type: "error", Kind: string(kind), Detail: detail, ConversationID: convID}))
+}
+
+// close ends the connection once, telling the peer why.
+func (cl *client) close(code int, reason string) {
+	cl.once.Do(func() {
+		close(cl.done)
+		cl.cancel()
+		_ = cl.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+		cl.ws.Close()
+	})
+}
+
+// writeLoop drains the queue and pings.
+func (cl *client) writeLoop() {
+	ping := time.NewTicker(cl.s.opts.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-cl.done:
+			return
+		case f := <-cl.out:
+			_ = cl.ws.SetWriteDeadline(time.Now().Add(cl.s.opts.WriteTimeout))
+			if err := cl.ws.WriteMessage(websocket.TextMessage, f); err != nil {
+				cl.close(websocket.CloseGoingAway, "write failed")
+				return
+			}
+		case <-ping.C:
+			if err := cl.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cl.s.opts.WriteTimeout)); err != nil {
+				cl.close(websocket.CloseGoingAway, "ping failed")
+				return
+			}
+		}
+	}
+}
+
+// readLoop reads frames until the connection ends. A frame over the size
+// cap closes it with 1009; anything else wrong is an error frame.
+func (cl *client) readLoop() {
+	s := cl.s
+	defer func() {
+		s.unsubscribeAll(cl)
+		s.nclients.Add(-1)
+		cl.close(websocket.CloseNormalClosure, "")
+		s.log.Info("connection closed", "remote", cl.remote)
+	}()
+	wait := 2 * s.opts.PingInterval
+	cl.ws.SetReadLimit(s.opts.MaxMessageBytes)
+	_ = cl.ws.SetReadDeadline(time.Now().Add(wait))
+	cl.ws.SetPongHandler(func(string) error { return cl.ws.SetReadDeadline(time.Now().Add(wait)) })
+	for {
+		typ, data, err := cl.ws.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				cl.close(websocket.CloseMessageTooBig, "message over max_message_bytes")
+			}
+			return
+		}
+		_ = cl.ws.SetReadDeadline(time.Now().Add(wait))
+		if typ != websocket.TextMessage {
+			cl.sendError(errs.KindInvalidInput, "frames are JSON text messages, not binary", "")
+			continue
+		}
+		cl.handle(data)
+	}
+}
+
+// handle acts on one client frame.
+func (cl *client) handle(data []byte) {
+	f, err := parseFrame(data)
+	if err != nil {
+		cl.sendError(errs.KindInvalidInput, err.Error(), "")
+		return
+	}
+	switch f.Type {
+	case "invoke":
+		cl.invoke(f)
+	case "approve":
+		if _, err := cl.s.answer(cl.ctx, "", *f.ApprovalID, *f.Approved, deref(f.ArgumentsHash)); err != nil {
+			cl.sendError(errs.KindOf(err), err.Error(), "")
+		}
+	case "subscribe":
+		id := *f.ConversationID
+		if _, err := cl.s.conversation(cl.ctx, id); err != nil {
+			cl.sendError(errs.KindOf(err), err.Error(), "")
+			return
+		}
+		for _, q := range cl.s.subscribe(cl, id) {
+			cl.send(q)
+		}
+	case "cancel":
+		id := *f.ConversationID
+		if _, err := cl.s.conversation(cl.ctx, id); err != nil {
+			cl.sendError(errs.KindOf(err), err.Error(), "")
+			return
+		}
+		n := cl.s.cancelConversation(id)
+		cl.s.log.Info("canceled", "conversation", id, "calls", n)
+	case "send":
+		cl.sendError(errs.KindConfig, "no LLM provider is configured: add a [provider] section to buddy.toml (kind, base_url, model); invoke still runs skills directly", deref(f.ConversationID))
+	}
+}
+
+// invoke starts a call from an invoke frame.
+func (cl *client) invoke(f *inFrame) {
+	s := cl.s
+	if cl.calls.Load() >= int64(s.opts.MaxCallsPerConnection) {
+		cl.sendError(errs.KindTooLarge, "too many calls in flight on this connection", deref(f.ConversationID))
+		return
+	}
+	call := catalog.Call{Skill: *f.Skill, Arguments: json.RawMessage(f.Arguments)}
+	if f.ConversationID != nil {
+		call.Conversation = *f.ConversationID
+		if _, err := s.conversation(cl.ctx, call.Conversation); err != nil {
+			cl.sendError(errs.KindOf(err), err.Error(), call.Conversation)
+			return
+		}
+	} else {
+		// Check before creating a conversation for a call that cannot run.
+		if _, err := s.gate.Check(cl.ctx, call); err != nil {
+			cl.sendError(errs.KindOf(err), err.Error(), "")
+			return
+		}
+		id, err := s.newConversation(cl.ctx, call.Skill)
+		if err != nil {
+			cl.sendError(errs.KindOf(err), err.Error(), "")
+			return
+		}
+		call.Conversation = id
+		cl.send(encode(conversationFrame{Type: "conversation", ConversationID: id}))
+	}
+	// The sender watches the conversation it invokes in.
+	if open, isNew := s.subscribeNew(cl, call.Conversation); isNew {
+		for _, q := range open {
+			cl.send(q)
+		}
+	}
+	cl.calls.Add(1)
+	err := s.startCall(cl.ctx, call, func() { cl.calls.Add(-1) })
+	if err != nil {
+		cl.sendError(errs.KindOf(err), err.Error(), call.Conversation)
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
