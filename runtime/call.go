@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,7 @@ type Module struct {
 	info     *Info
 	compiled *extism.CompiledPlugin
 
-	ready     chan *extism.Plugin // fresh, never-called instances
+	ready     chan *instance // fresh, never-called instances
 	filling   atomic.Bool
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -86,6 +87,7 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 	st := &callState{
 		m:      m,
 		ctx:    ctx,
+		done:   ctx.Done(),
 		budget: int64(res.Fuel),
 		chunk:  m.r.opts.FuelChunk,
 	}
@@ -104,11 +106,13 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 	m.r.submit(func() {
 		defer release()
 		defer cancel()
-		p, err := m.instance(ctx)
+		inst, err := m.instance(ctx)
 		if err != nil {
 			done <- outcome{err: err}
 			return
 		}
+		p := inst.p
+		inst.rand.st = st // random_get checks this call's deadline as it fills
 		defer p.Close(context.WithoutCancel(ctx))
 		p.SetLogger(st.log)
 		if m.info.info.HasStart {
@@ -153,8 +157,14 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 // notice it (at its next refuel or host call) before answering without it.
 const watchdogGrace = 100 * time.Millisecond
 
+// instance is a fresh plugin instance and its WASI random source.
+type instance struct {
+	p    *extism.Plugin
+	rand *xorshiftReader
+}
+
 // instance returns a fresh instance: a prepared one if any, else a new one.
-func (m *Module) instance(ctx context.Context) (*extism.Plugin, error) {
+func (m *Module) instance(ctx context.Context) (*instance, error) {
 	select {
 	case p := <-m.ready:
 		return p, nil
@@ -163,13 +173,14 @@ func (m *Module) instance(ctx context.Context) (*extism.Plugin, error) {
 	return m.newInstance(ctx)
 }
 
-func (m *Module) newInstance(ctx context.Context) (*extism.Plugin, error) {
+func (m *Module) newInstance(ctx context.Context) (*instance, error) {
+	rand := &xorshiftReader{state: 0x9E3779B97F4A7C15}
 	p, err := m.compiled.Instance(experimental.WithMemoryAllocator(ctx, m.r.mem), extism.PluginInstanceConfig{
 		// No filesystem, no env, no args, no stdin/stdout/stderr, fake clocks and
 		// a deterministic random source: WASI gives a guest nothing of the host.
 		// (wazero's default fake source seeds a math/rand generator per
 		// instance, a sixth of a trivial call's CPU; ours is as deterministic.)
-		ModuleConfig: wazero.NewModuleConfig().WithRandSource(&xorshiftReader{state: 0x9E3779B97F4A7C15}),
+		ModuleConfig: wazero.NewModuleConfig().WithRandSource(rand),
 	})
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -180,23 +191,36 @@ func (m *Module) newInstance(ctx context.Context) (*extism.Plugin, error) {
 		}
 		return nil, &TrapError{Reason: "instantiating: " + firstLine(err.Error())}
 	}
-	return p, nil
+	return &instance{p: p, rand: rand}, nil
 }
 
 // xorshiftReader is a deterministic pseudo-random stream for WASI random_get:
 // the same sequence in every instance, as wazero's default, without its
 // per-instance seeding cost. Guests must not use it for secrets (there are
 // none to protect inside a skill: its only I/O is buddy's host functions).
-type xorshiftReader struct{ state uint64 }
+// A buffer is filled a chunk at a time with the call's deadline checked in
+// between: one random_get may be asked for the whole memory cap.
+type xorshiftReader struct {
+	state uint64
+	st    *callState // the call using the instance; set before it runs
+}
 
 func (x *xorshiftReader) Read(p []byte) (int, error) {
-	for i := range p {
-		x.state ^= x.state << 13
-		x.state ^= x.state >> 7
-		x.state ^= x.state << 17
-		p[i] = byte(x.state >> 56)
+	total := len(p)
+	for len(p) > 0 {
+		if x.st != nil {
+			x.st.checkDeadline()
+		}
+		n := min(len(p), randChunk)
+		for i := range p[:n] {
+			x.state ^= x.state << 13
+			x.state ^= x.state >> 7
+			x.state ^= x.state << 17
+			p[i] = byte(x.state >> 56)
+		}
+		p = p[n:]
 	}
-	return len(p), nil
+	return total, nil
 }
 
 // refill tops up the prepared instances in the background, one filler at a time.
@@ -224,7 +248,7 @@ func (m *Module) refill() {
 			select {
 			case m.ready <- p:
 			default:
-				p.Close(r.ctx)
+				p.p.Close(r.ctx)
 				return
 			}
 		}
@@ -265,8 +289,8 @@ func (m *Module) Close(ctx context.Context) error {
 		}
 		for {
 			select {
-			case p := <-m.ready:
-				p.Close(ctx)
+			case inst := <-m.ready:
+				inst.p.Close(ctx)
 				continue
 			default:
 			}
@@ -283,6 +307,7 @@ func (m *Module) Close(ctx context.Context) error {
 type callState struct {
 	m      *Module
 	ctx    context.Context
+	done   <-chan struct{} // ctx.Done(), looked up once
 	budget int64
 	chunk  int64
 
@@ -293,8 +318,14 @@ type callState struct {
 	left    int64 // guest fuel left at settle
 	allocs  int64 // live-ish kernel allocations: alloc walks the block list
 	oom     bool  // a memory.grow or kernel alloc was refused
-	blocks  blockTable
-	kernel  kernelFuncs // this instance's kernel exports, looked up once
+	// errorSet: the guest called error_set. With settled, an error from
+	// go-sdk is the guest's own message (a reactor's _initialize settles
+	// too, before the export runs).
+	errorSet bool
+	blocks   blockTable
+	kernel   kernelFuncs // this instance's kernel exports, looked up once
+	vars     varStore    // Extism vars: this call's only
+	failure  error       // the first error the runtime ended the call with
 
 	logLines, logBytes, logDropped int
 }
@@ -313,12 +344,12 @@ func stateFrom(ctx context.Context) *callState {
 // deadline, ends the call if the budget is spent, else grants another chunk.
 func (st *callState) refuel(f int64) int64 {
 	if err := st.ctx.Err(); err != nil {
-		panic(err)
+		st.raise(err)
 	}
 	consumed := st.granted - f
 	st.floor = consumed
 	if total := consumed + st.extra; total > st.budget {
-		panic(&FuelError{Used: uint64(total), Budget: uint64(st.budget)})
+		st.raise(&FuelError{Used: uint64(total), Budget: uint64(st.budget)})
 	}
 	// Grant a chunk, but at least the deficit: the guest must never get
 	// negative fuel back (it would ask again at once, forever, when the budget
@@ -342,7 +373,7 @@ func (st *callState) Charge(units int64) {
 	}
 	st.extra += units
 	if total := st.floor + st.extra; total > st.budget {
-		panic(&FuelError{Used: uint64(total), Budget: uint64(st.budget)})
+		st.raise(&FuelError{Used: uint64(total), Budget: uint64(st.budget)})
 	}
 }
 
@@ -396,8 +427,9 @@ func (st *callState) flushLogs() {
 
 // Fuel charged for the kernel calls that the runtime wraps.
 const (
-	kernelCallCost = 50
-	kernelByteCost = 10 // bytes per unit for alloc sizes
+	kernelCallCost  = 50
+	kernelLightCost = 4  // a load, a store: a round trip through Go
+	kernelByteCost  = 10 // bytes per unit for alloc sizes
 )
 
 // meterFunctions are the buddy:fuel functions the instrumenter calls and the
@@ -456,14 +488,14 @@ func (m *Module) meterFunctions() []extism.HostFunction {
 		}, nil, nil),
 		// Stores: only inside a live block the guest allocated (blocks.go).
 		fn(hostfns.KernelNamespace, "store_u8", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			st := stateFrom(ctx)
+			st := kernelLight(ctx)
 			off := stack[0]
 			if !st.blocks.contains(off, 1) || !st.kernelMem(ctx).WriteByte(uint32(off), byte(stack[1])) {
 				panic(&TrapError{Reason: fmt.Sprintf("store_u8 at %#x: outside every block the guest allocated", off)})
 			}
 		}, []api.ValueType{i64, i32}, nil),
 		fn(hostfns.KernelNamespace, "store_u64", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			st := stateFrom(ctx)
+			st := kernelLight(ctx)
 			off := stack[0]
 			if !st.blocks.contains(off, 8) || !st.kernelMem(ctx).WriteUint64Le(uint32(off), stack[1]) {
 				panic(&TrapError{Reason: fmt.Sprintf("store_u64 at %#x: outside every block the guest allocated", off)})
@@ -484,12 +516,17 @@ func (m *Module) meterFunctions() []extism.HostFunction {
 			kernelCall(ctx, st, kOutputSet, stack)
 		}, []api.ValueType{i64, i64}, nil),
 	}
+	out = append(out, m.varFunctions()...)
 	// The rest of the kernel functions go-sdk proxies (looking the export up
 	// on every call) are forwarded with the cached handle.
 	for i := kFirstPlain; i < kernelIndex(kernelCount); i++ {
 		name := kernelNames[i]
 		out = append(out, fn(hostfns.KernelNamespace, name, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
-			kernelCall(ctx, stateFrom(ctx), i, stack)
+			st := kernelLight(ctx)
+			if i == kErrorSet {
+				st.errorSet = true
+			}
+			kernelCall(ctx, st, i, stack)
 		}, kernelImports[name].params, kernelImports[name].results))
 	}
 	return out
@@ -561,6 +598,9 @@ const (
 	kFirstPlain
 )
 
+// kErrorSet is error_set's index among the plain forwards.
+var kErrorSet = kernelIndex(slices.Index(kernelNames[:], "error_set"))
+
 func kernelLength(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 	st := kernelEntry(ctx)
 	st.Charge(st.allocs)
@@ -571,16 +611,34 @@ func kernelLength(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) 
 // checked here too, since kernel work is not metered by the instrumentation.
 func kernelEntry(ctx context.Context) *callState {
 	st := stateFrom(ctx)
-	if err := ctx.Err(); err != nil {
-		panic(err)
-	}
+	st.checkDeadline()
 	st.Charge(kernelCallCost)
+	return st
+}
+
+// kernelLight is the start of the constant-time kernel calls (loads, stores,
+// input and output offsets): the deadline is checked at each, so a loop of
+// them ends at the deadline however little fuel it burns.
+func kernelLight(ctx context.Context) *callState {
+	st := stateFrom(ctx)
+	st.checkDeadline()
+	st.Charge(kernelLightCost)
 	return st
 }
 
 // classify turns what go-sdk and wazero return into buddy's typed errors.
 func (m *Module) classify(err error, st *callState, rc uint32) error {
 	res := m.manifest.Resources
+	// go-sdk reports a failing reactor _initialize with %v, which drops the
+	// error's type: put back what the runtime itself ended the call with.
+	const initPrefix = "failed to initialize runtime: "
+	inInit := strings.HasPrefix(err.Error(), initPrefix)
+	if inInit {
+		err = errors.New("_initialize: " + strings.TrimPrefix(err.Error(), initPrefix))
+	}
+	if f := st.failure; f != nil && !errors.Is(err, f) {
+		err = fmt.Errorf("%w\n%s", f, err.Error())
+	}
 	var fe *FuelError
 	if errors.As(err, &fe) {
 		return fe
@@ -609,8 +667,14 @@ func (m *Module) classify(err error, st *callState, rc uint32) error {
 			return err
 		}
 	}
+	// A host function that saw the deadline pass ended the call with the
+	// context's error; if its type was lost on the way, the context says.
+	// (Only the deadline: the call's context is canceled once it is over.)
+	if errors.Is(st.ctx.Err(), context.DeadlineExceeded) && !st.settled {
+		return &TimeoutError{Limit: res.Timeout}
+	}
 	msg := err.Error()
-	if st.settled {
+	if st.settled && st.errorSet && !inInit {
 		// The export returned normally: this is the guest's own error_set.
 		kind, text := errs.GuestKind(msg)
 		return &SkillError{Code: rc, Message: text, Kind: kind}

@@ -83,7 +83,9 @@ var wrappedKernel = map[string]bool{"alloc": true, "free": true, "length": true,
 	// wazero builds a call engine, on every call of its proxies).
 	"input_length": true, "input_load_u8": true, "load_u8": true, "input_set": true,
 	"input_offset": true, "output_length": true, "output_offset": true,
-	"error_set": true, "error_get": true, "memory_bytes": true}
+	"error_set": true, "error_get": true, "memory_bytes": true,
+	// Per-call, bounded Extism vars (vars.go).
+	"var_get": true, "var_set": true}
 
 // capabilityOf names the manifest capability each buddy host function needs.
 var capabilityOf = map[string]string{
@@ -576,16 +578,16 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		name:     name,
 		manifest: m,
 		info:     newInfo(wasm, fi),
-		ready:    make(chan *extism.Plugin, max(r.opts.Prepared, 0)),
+		ready:    make(chan *instance, max(r.opts.Prepared, 0)),
 	}
 	funcs = append(funcs, mod.meterFunctions()...)
-	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+	cp, err := extism.NewCompiledPlugin(withHostCallListeners(ctx), extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: code, Name: "main"}},
 		Memory: &extism.ManifestMemory{
 			MaxPages: maxPages,
-			// Vars are off: go-sdk's var_get writes at kernel offset 0 when
-			// the allocation fails (RUNTIME.md §3.3), and with a fresh
-			// instance per call they could not outlive the call anyway.
+			// go-sdk's vars are off: its var_get writes at kernel offset 0
+			// when the allocation fails (RUNTIME.md §3.3). The guest's
+			// var_get/var_set go to buddy:kernel (vars.go).
 			MaxVarBytes:          0,
 			MaxHttpResponseBytes: 0,
 		},

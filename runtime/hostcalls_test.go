@@ -1,0 +1,222 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/runtime"
+)
+
+// u64 is an input that wasi_loop.wat reads as n.
+func u64(n uint64) []byte { return binary.LittleEndian.AppendUint64(nil, n) }
+
+// deadlineSlack is how far past its deadline a call may still be running on
+// this shared, noisy machine; the design target is ~100 ms (the longest
+// stretch of host work between two deadline checks is about 1 ms).
+const deadlineSlack = 1500 * time.Millisecond
+
+// TestDeadlineHoldsThroughHostCalls: loops of WASI and kernel calls that burn
+// almost no fuel per iteration, under a large fuel budget, end with timeout
+// at their deadline. The time measured runs until the module's calls have
+// really returned (Close waits for them), not only until the caller got its
+// answer (which the watchdog gives 100 ms after the deadline in any case).
+func TestDeadlineHoldsThroughHostCalls(t *testing.T) {
+	const deadline = 300 * time.Millisecond
+	cases := []struct {
+		file, entry string
+		input       []byte
+		memoryMB    int
+	}{
+		// 64 MiB per random_get: ~0.1 s of filling per call (far more under -race).
+		{"hostcalls/wasi_loop.wasm", "random_loop", u64(64 << 20), 96},
+		{"hostcalls/wasi_loop.wasm", "fd_write_loop", nil, 0},
+		{"hostcalls/wasi_loop.wasm", "poll_loop", nil, 0},
+		{"hostcalls/kernel_loop.wasm", "length_loop", nil, 0},
+		{"hostcalls/kernel_loop.wasm", "load_loop", nil, 0},
+		{"hostcalls/kernel_loop.wasm", "store_loop", nil, 0},
+		{"hostcalls/kernel_loop.wasm", "input_loop", u64(1), 0},
+		{"hostcalls/kernel_loop.wasm", "alloc_free_loop", nil, 0},
+		{"hostcalls/kernel_loop.wasm", "config_loop", nil, 0},
+		{"hostcalls/kernel_loop.wasm", "log_loop", nil, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.entry, func(t *testing.T) {
+			rt := newRuntime(t, runtime.Options{Prepared: -1})
+			mod := load(t, rt, c.file, manifest(c.entry, func(r *runtime.Resources) {
+				r.Fuel = runtime.MaxFuel
+				r.Timeout = deadline
+				if c.memoryMB > 0 {
+					r.MemoryMB = c.memoryMB
+				}
+			}), nil)
+			start := time.Now()
+			_, err := mod.Call(t.Context(), c.input)
+			answered := time.Since(start)
+			if err := mod.Close(context.Background()); err != nil {
+				t.Fatalf("Close: %v (the call is still running)", err)
+			}
+			ran := time.Since(start)
+			if !errors.Is(err, runtime.ErrTimeout) {
+				t.Fatalf("err = %v (%T), want timeout", err, err)
+			}
+			if k := errs.KindOf(err); k != errs.KindOf(runtime.ErrTimeout) {
+				t.Errorf("kind %s, want %s", k, errs.KindOf(runtime.ErrTimeout))
+			}
+			t.Logf("deadline %s: answered after %s, guest stopped after %s (%s past the deadline)",
+				deadline, answered.Round(time.Millisecond), ran.Round(time.Millisecond), (ran - deadline).Round(time.Millisecond))
+			if ran > deadline+deadlineSlack {
+				t.Errorf("the guest ran %s, over its %s deadline + %s", ran, deadline, deadlineSlack)
+			}
+		})
+	}
+}
+
+// TestHostCallsChargeByBytes: WASI calls cost fuel in proportion to the bytes
+// they move, so the fuel budget bounds host work as it bounds instructions.
+func TestHostCallsChargeByBytes(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	cases := []struct {
+		entry   string
+		perByte float64 // fuel per byte moved
+	}{
+		{"random_once", 1},
+		{"fd_write_once", 1.0 / 64},
+	}
+	for _, c := range cases {
+		t.Run(c.entry, func(t *testing.T) {
+			mod := load(t, rt, "hostcalls/wasi_loop.wasm", manifest(c.entry, nil), nil)
+			fuelFor := func(n uint64) uint64 {
+				res, err := mod.Call(t.Context(), u64(n))
+				if err != nil {
+					t.Fatalf("n=%d: %v", n, err)
+				}
+				return res.Fuel
+			}
+			// (Within the module's initial 2 MiB: no memory.grow charge.)
+			f0, f1, f2 := fuelFor(0), fuelFor(1<<19), fuelFor(1<<20)
+			t.Logf("fuel: 0 B → %d, 512 KiB → %d, 1 MiB → %d", f0, f1, f2)
+			want := uint64(c.perByte * (1 << 19))
+			for _, d := range []uint64{f1 - f0, f2 - f1} {
+				if d < want || d > want+want/100+64 {
+					t.Errorf("512 KiB more costs %d fuel, want ~%d", d, want)
+				}
+			}
+		})
+	}
+	// A budget below one call's bytes ends it before the work is done.
+	mod := load(t, rt, "hostcalls/wasi_loop.wasm", manifest("random_once", func(r *runtime.Resources) { r.Fuel = 1 << 20 }), nil)
+	if _, err := mod.Call(t.Context(), u64(2<<20)); !errors.Is(err, runtime.ErrFuelExhausted) {
+		t.Errorf("random_get of 2 MiB under a 1 Mi budget: err = %v, want fuel_exhausted", err)
+	}
+}
+
+// TestHostCallWorkIsCapped: one WASI call cannot be asked for unbounded work.
+func TestHostCallWorkIsCapped(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{})
+	for _, c := range []struct{ entry, msg string }{
+		{"fd_write_many", "over IOV_MAX"},
+		{"poll_many", "subscriptions"},
+	} {
+		mod := load(t, rt, "hostcalls/wasi_loop.wasm", manifest(c.entry, nil), nil)
+		_, err := mod.Call(t.Context(), nil)
+		if !errors.Is(err, runtime.ErrTrap) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: err = %v, want a trap mentioning %q", c.entry, err, c.msg)
+		}
+	}
+	// The loops' single calls, under the caps, work.
+	mod := load(t, rt, "hostcalls/wasi_loop.wasm", manifest("fd_write_once", nil), nil)
+	if _, err := mod.Call(t.Context(), u64(100)); err != nil {
+		t.Errorf("fd_write_once: %v", err)
+	}
+}
+
+// TestInitKeepsErrorKinds: a start section or a reactor's _initialize that
+// runs out of fuel, passes its deadline, traps or hits the memory cap is
+// reported with that kind (go-sdk wraps _initialize's error with %v).
+func TestInitKeepsErrorKinds(t *testing.T) {
+	fuel := func(r *runtime.Resources) { r.Fuel = 10_000_000 }
+	deadline := func(r *runtime.Resources) { r.Fuel = runtime.MaxFuel; r.Timeout = 300 * time.Millisecond }
+	cases := []struct {
+		name, file, entry, input string
+		res                      func(*runtime.Resources)
+		want                     error
+		msg                      string
+	}{
+		{"start/fuel", "start_forever.wasm", "run", "", fuel, runtime.ErrFuelExhausted, "fuel"},
+		{"start/deadline", "start_forever.wasm", "run", "", deadline, runtime.ErrTimeout, ""},
+		{"start/trap", "hostcalls/start_trap.wasm", "run", "", nil, runtime.ErrTrap, "unreachable"},
+		{"start/memory", "hostcalls/start_grow.wasm", "run", "", nil, runtime.ErrMemoryLimit, "MiB"},
+		{"initialize/fuel", "hostcalls/init_modes.wasm", "run", "l", fuel, runtime.ErrFuelExhausted, "fuel"},
+		{"initialize/deadline", "hostcalls/init_modes.wasm", "run", "l", deadline, runtime.ErrTimeout, ""},
+		{"initialize/trap", "hostcalls/init_modes.wasm", "run", "t", nil, runtime.ErrTrap, "unreachable"},
+		{"initialize/memory", "hostcalls/init_modes.wasm", "run", "m", nil, runtime.ErrMemoryLimit, "MiB"},
+		// _initialize returned (and settled its fuel); the export then traps.
+		{"initialize/then-trap", "hostcalls/init_modes.wasm", "trap_after_init", "", nil, runtime.ErrTrap, "unreachable"},
+		{"initialize/ok", "hostcalls/init_modes.wasm", "run", "", nil, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			rt := newRuntime(t, runtime.Options{Prepared: -1})
+			mod := load(t, rt, c.file, manifest(c.entry, c.res), nil)
+			start := time.Now()
+			_, err := mod.Call(t.Context(), []byte(c.input))
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("err = %v, want success", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v (%T, kind %s), want %v", err, err, errs.KindOf(err), c.want)
+			}
+			if !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("err = %q, want it to mention %q", err, c.msg)
+			}
+			if took := time.Since(start); c.want == runtime.ErrTimeout && took > 300*time.Millisecond+deadlineSlack {
+				t.Errorf("took %s", took)
+			}
+		})
+	}
+}
+
+// TestHostcallsFixturesUpToDate: the committed .wasm files in
+// testdata/hostcalls are what their .wat sources build to (needs wat2wasm).
+func TestHostcallsFixturesUpToDate(t *testing.T) {
+	wat2wasm, err := exec.LookPath("wat2wasm")
+	if err != nil {
+		t.Skip("wat2wasm not installed (apt-get install wabt)")
+	}
+	srcs, err := filepath.Glob(filepath.Join("testdata", "hostcalls", "*.wat"))
+	if err != nil || len(srcs) == 0 {
+		t.Fatalf("no sources: %v", err)
+	}
+	dir := t.TempDir()
+	for _, src := range srcs {
+		name := strings.TrimSuffix(filepath.Base(src), ".wat") + ".wasm"
+		out := filepath.Join(dir, name)
+		if b, err := exec.CommandContext(t.Context(), wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
+			t.Fatalf("wat2wasm %s: %v\n%s", src, err, b)
+		}
+		want, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join("testdata", "hostcalls", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("testdata/hostcalls/%s is stale: run wat2wasm %s -o testdata/hostcalls/%s", name, filepath.Base(src), name)
+		}
+	}
+}
