@@ -5,7 +5,28 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/textsafe"
 )
+
+// Caps on guest-controlled text in error messages and logs, as shown
+// (escaped by textsafe, which marks what it cut).
+const (
+	maxShownBytes   = 2048 // an error message or trap reason
+	maxNameBytes    = 256  // an import's module or field name
+	maxLogLineBytes = 4096 // one guest log line
+)
+
+// safeLog wraps an Options.Log so that it is handed only escaped, capped
+// text: a guest's log line cannot move the cursor, retitle the window, forge
+// another line or flood the terminal.
+func safeLog(log func(skill string, level Level, msg string)) func(string, Level, string) {
+	if log == nil {
+		return nil
+	}
+	return func(skill string, level Level, msg string) {
+		log(textsafe.Terminal(skill, maxNameBytes), level, textsafe.Terminal(msg, maxLogLineBytes))
+	}
+}
 
 // The error kinds of a skill call or load, matched with errors.Is. Typed errors
 // below carry the detail and unwrap to one of these. They are the sentinels of
@@ -74,7 +95,7 @@ type TrapError struct {
 	Stack  string // the wasm stack trace, when wazero gave one
 }
 
-func (e *TrapError) Error() string { return e.Reason }
+func (e *TrapError) Error() string { return textsafe.Terminal(e.Reason, maxShownBytes) }
 
 // Unwrap makes errors.Is(err, ErrTrap) hold.
 func (e *TrapError) Unwrap() error { return ErrTrap }
@@ -91,7 +112,7 @@ type ImportError struct {
 }
 
 func (e *ImportError) Error() string {
-	return fmt.Sprintf("imports %s.%s, %s", e.Module, e.Name, e.Reason)
+	return fmt.Sprintf("imports %s.%s, %s", textsafe.Terminal(e.Module, maxNameBytes), textsafe.Terminal(e.Name, maxNameBytes), e.Reason)
 }
 
 // Unwrap returns the kind.
@@ -105,9 +126,9 @@ type ModuleError struct {
 
 func (e *ModuleError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%s: %v", e.Detail, e.Err)
+		return textsafe.Terminal(fmt.Sprintf("%s: %v", e.Detail, e.Err), maxShownBytes)
 	}
-	return e.Detail
+	return textsafe.Terminal(e.Detail, maxShownBytes)
 }
 
 // Unwrap makes errors.Is(err, ErrInvalidInput) hold, and exposes the cause.
@@ -121,7 +142,8 @@ func (e *ModuleError) Unwrap() []error {
 // SkillError is a failure the skill reported itself (Extism error_set, a
 // non-zero return code, a WASI exit code). A message starting with a kind name
 // ("forbidden: ...", as skillkit writes them) keeps that kind; any other is
-// ErrSkill.
+// ErrSkill. Message is the guest's text as it sent it; Error shows it escaped
+// and capped, as it shows every guest-controlled name or reason.
 type SkillError struct {
 	Code    uint32 // the export's return code
 	Message string
@@ -132,7 +154,7 @@ func (e *SkillError) Error() string {
 	if e.Message == "" {
 		return fmt.Sprintf("skill returned code %d", e.Code)
 	}
-	return e.Message
+	return textsafe.Terminal(e.Message, maxShownBytes)
 }
 
 // Unwrap returns the kind.

@@ -54,6 +54,7 @@ var fixtures = []fixture{
 		"buddy:host/v1.env_get", "buddy:host/v1.kv_get", "buddy:host/v1.kv_set", "buddy:host/v1.kv_delete",
 		"buddy:host/v1.memory_remember", "buddy:host/v1.memory_recall")},
 	{file: "undeclared.wasm", imports: append(env("alloc", "load_u8", "store_u8", "output_set"), "buddy:host/v1.http_get")},
+	{file: "hostile_text.wasm", imports: env("alloc", "store_u8", "store_u64", "log_info", "log_error", "error_set")},
 	{file: "undeclared_user.wasm", imports: []string{"extism:host/user.launch_missiles"}},
 	{file: "http_request.wasm", imports: env("http_request")},
 	{file: "reserved_fuel.wasm", imports: []string{"buddy:fuel.refuel"}},

@@ -93,7 +93,8 @@ type Options struct {
 	MaxInputBytes  int64
 	MaxOutputBytes int64
 	// Log receives guest log lines (Extism log_* and buddy:host/v1.log), at
-	// most 200 lines and 64 KiB per call. nil drops them.
+	// most 200 lines and 64 KiB per call, each escaped for a terminal and
+	// capped at 4 KiB (package textsafe). nil drops them.
 	Log func(skill string, level Level, msg string)
 	// FuelChunk is how much fuel the guest gets per refuel; the deadline is
 	// checked at every refuel. 0 = DefaultFuelChunk. Fuel counts do not depend
@@ -177,6 +178,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.FuelChunk <= 0 {
 		opts.FuelChunk = DefaultFuelChunk
 	}
+	opts.Log = safeLog(opts.Log)
 	// go-sdk sends WASI stdout/stderr to the host's when this is set,
 	// overriding our module config: a guest must never write to our terminal.
 	os.Unsetenv("EXTISM_ENABLE_WASI_OUTPUT")
