@@ -63,6 +63,7 @@ const (
 	evLoopOpen                  // [pos,end) is loop bt: wrap it (block bt, loop, block)
 	evLoopClose                 // [pos,end) is the end of a wrapped loop; arg: its header block
 	evBranch                    // [pos,end) is br/br_if (arg: new depth) or br_table (labels[arg:arg+n])
+	evTableGrow                 // [pos,end) is table.grow: cap the tables' total size, charge by bytes
 )
 
 type event struct {
@@ -126,6 +127,35 @@ type codeGen struct {
 
 	// Per-function encodings.
 	fuelLocal, scratchLocal uint32
+
+	targets  uint64 // br_table targets in this function
+	depthSum uint64
+}
+
+// weigh adds the depth of a block opening, and of the metered blocks started
+// since the last call, to the module's nesting weight, refused over
+// MaxNestingWeight: wazero's compile time grows with the number of blocks
+// times their depth (4,000 nested loops took 4 s to compile once metered,
+// 8,000 took 20 s), which MaxNesting alone bounds only per block.
+func (g *codeGen) weigh(r *reader, off int) error {
+	g.m.depthSum += g.depthSum + uint64(len(g.frames))
+	g.depthSum = 0
+	return r.checkLimit(off, g.m.depthSum, MaxNestingWeight, "nesting weight (blocks times their depth) of the module", "MaxNestingWeight")
+}
+
+// brTargets counts the n targets of a br_table against MaxBrTableTargets
+// (per function) and MaxModuleBrTableTargets.
+func (g *codeGen) brTargets(r *reader, off int, n uint64) error {
+	g.targets += n
+	g.m.brTargets += n
+	if g.targets > MaxBrTableTargets {
+		what := "br_table targets of the function"
+		if g.targets == n {
+			what = "br_table targets"
+		}
+		return r.overLimit(off, ErrTooLarge, what, g.targets, MaxBrTableTargets, "MaxBrTableTargets")
+	}
+	return r.checkLimit(off, g.m.brTargets, MaxModuleBrTableTargets, "br_table targets of the module", "MaxModuleBrTableTargets")
 }
 
 // codeSection rewrites the function bodies of the code section read by r
@@ -150,6 +180,9 @@ func (m *module) codeSection(r *reader) ([]byte, error) {
 			return nil, r.malformed(off, "body %d: size %d past the end of the section", i, size)
 		}
 		fr := &reader{b: r.b, pos: r.pos, end: r.pos + int(size), fn: int(m.numImports) + i}
+		if err := fr.checkLimit(off, uint64(size), MaxBodyBytes, "body size", "MaxBodyBytes"); err != nil {
+			return nil, err
+		}
 		if out, err = g.function(fr, m.numImports+uint32(i), out); err != nil {
 			return nil, err
 		}
@@ -301,6 +334,10 @@ func (g *codeGen) function(r *reader, fidx uint32, out []byte) ([]byte, error) {
 			b = g.teeScratchIntoFuel(b)
 			b = append(b, 0x7d, 0x42, 1, 0x7d)
 			b = g.check(b)
+		case evTableGrow:
+			b = g.tableGrow(b)
+			b = append(b, wasm[ev.pos:ev.end]...)
+			last = ev.end
 		case evGrow:
 			b = g.teeScratchIntoFuel(b)
 			b = append(b, 0x42)
@@ -323,6 +360,49 @@ func (g *codeGen) function(r *reader, fidx uint32, out []byte) ([]byte, error) {
 	g.buf = b
 	out = appendU32(out, uint32(len(b)))
 	return append(out, b...), nil
+}
+
+// tableGrow expects [ref, n] on the stack and leaves [ref, n'] for
+// table.grow: n' = n if the tables' entries, all together, stay within
+// MaxTableEntries, and fuel is charged n*TableEntryBytes+1; otherwise n' =
+// 0xffffffff, which makes any table.grow return -1 without allocating, and
+// oom is called so that a later trap reads as a memory limit:
+//
+//	local.set s
+//	local.get s; i64.extend_i32_u; (table.size i; i64.extend_i32_u; i64.add)*
+//	i64.const MaxTableEntries; i64.gt_u
+//	if
+//	  i32.const -1; local.set s; call oom
+//	else
+//	  fuel -= s*TableEntryBytes + 1; check
+//	end
+//	local.get s
+func (g *codeGen) tableGrow(b []byte) []byte {
+	b = append(b, 0x21) // local.set s
+	b = appendU32(b, g.scratchLocal)
+	b = append(b, 0x20)
+	b = appendU32(b, g.scratchLocal)
+	b = append(b, 0xad) // i64.extend_i32_u
+	for t := uint32(0); t < g.m.numTables; t++ {
+		b = append(b, 0xfc, 16)
+		b = appendU32(b, t)
+		b = append(b, 0xad, 0x7c) // i64.extend_i32_u, i64.add
+	}
+	b = append(b, 0x42)
+	b = appendS64(b, MaxTableEntries)
+	b = append(b, 0x56, 0x04, 0x40) // i64.gt_u, if
+	b = append(b, 0x41, 0x7f, 0x21) // i32.const -1, local.set s
+	b = appendU32(b, g.scratchLocal)
+	b = append(b, 0x10) // call oom
+	b = appendU32(b, g.m.oomIdx())
+	b = append(b, 0x05, 0x20) // else, local.get fuel
+	b = appendU32(b, g.fuelLocal)
+	b = append(b, 0x20)
+	b = appendU32(b, g.scratchLocal)
+	b = append(b, 0xad, 0x42, TableEntryBytes, 0x7e, 0x7d, 0x42, 1, 0x7d) // extend, i64.const 8, mul, sub, i64.const 1, sub
+	b = g.check(b)
+	b = append(b, 0x0b, 0x20) // end, local.get s
+	return appendU32(b, g.scratchLocal)
 }
 
 // store: local.get fuel; global.set G.
@@ -458,6 +538,7 @@ func (g *codeGen) newBlock(pos int) {
 }
 
 func (g *codeGen) newBlockMode(pos int, mode uint8) {
+	g.depthSum += uint64(len(g.frames))
 	g.blocks = append(g.blocks, meteredBlock{dead: g.dead, mode: mode})
 	g.cur = int32(len(g.blocks) - 1)
 	if !g.dead {
@@ -597,6 +678,8 @@ func (g *codeGen) analyze(r *reader, numLocals uint32) error {
 	g.labels = g.labels[:0]
 	g.dead = false
 	g.scratch = false
+	g.targets = 0
+	g.depthSum = 0
 	g.newBlock(r.pos)
 	for {
 		if r.pos >= r.end {
@@ -615,6 +698,12 @@ func (g *codeGen) analyze(r *reader, numLocals uint32) error {
 			continue
 		case 0x01, 0x1a, 0x1b, 0xd1: // nop, drop, select, ref.is_null
 		case 0x02, 0x03, 0x04: // block, loop, if
+			if len(g.frames) > MaxNesting {
+				return r.overLimit(off, ErrTooLarge, "nesting depth of block, loop and if", uint64(len(g.frames)), MaxNesting, "MaxNesting")
+			}
+			if err := g.weigh(r, off); err != nil {
+				return err
+			}
 			params, err := g.blockType(r)
 			if err != nil {
 				return err
@@ -652,6 +741,9 @@ func (g *codeGen) analyze(r *reader, numLocals uint32) error {
 		case 0x0b: // end
 			n := len(g.frames) - 1
 			if n == 0 {
+				if err := g.weigh(r, off); err != nil {
+					return err
+				}
 				if !g.dead {
 					g.events = append(g.events, event{pos: off, kind: evSync})
 				}
@@ -699,6 +791,9 @@ func (g *codeGen) analyze(r *reader, numLocals uint32) error {
 		case 0x0e: // br_table
 			n, err := r.count(1)
 			if err != nil {
+				return err
+			}
+			if err := g.brTargets(r, off, uint64(n)+1); err != nil {
 				return err
 			}
 			outer, changed := false, false
@@ -917,7 +1012,13 @@ func (g *codeGen) miscOp(r *reader, off int) error {
 			return err
 		}
 		g.bulk(off, evBulkTable)
-	case 15, 17: // table.grow, table.fill
+	case 15: // table.grow
+		if err := g.tableIdx(r); err != nil {
+			return err
+		}
+		g.scratch = true
+		g.events = append(g.events, event{pos: off, end: r.pos, kind: evTableGrow})
+	case 17: // table.fill
 		if err := g.tableIdx(r); err != nil {
 			return err
 		}

@@ -70,7 +70,7 @@ const (
 	OOMName = "oom"
 	// Version changes whenever Instrument's output for the same input and options
 	// changes. Use it in cache keys.
-	Version = 1
+	Version = 2
 )
 
 // KernelModule is the module name reserved for host wrappers of kernel imports
@@ -79,7 +79,7 @@ const (
 const KernelModule = "buddy:kernel"
 
 // The sentinels. Every error returned by Inspect and Instrument is an *Error
-// that unwraps to one of them.
+// that unwraps to one of them, or to ErrTooLarge or ErrMemoryLimit (limits.go).
 var (
 	// ErrUnsupported: the module uses a feature that is refused on purpose
 	// (start section, threads, tail calls, exception handling, memory64,
@@ -93,8 +93,8 @@ var (
 	ErrOptions = errors.New("invalid fuel options")
 )
 
-// Error says what is wrong and where. It unwraps to ErrUnsupported, ErrMalformed
-// or ErrOptions.
+// Error says what is wrong and where. It unwraps to ErrUnsupported,
+// ErrMalformed, ErrOptions, ErrTooLarge or ErrMemoryLimit.
 type Error struct {
 	// Where is the part of the module, e.g. "import section" or "code of
 	// function 12" (function indices are those of the original module).
@@ -266,18 +266,29 @@ type Info struct {
 	HasMemoryMax         bool
 	// HasMemory: the module defines or imports a memory.
 	HasMemory bool
+	// Tables is the number of tables, defined or imported, and TableEntries
+	// the sum of their initial sizes (each entry takes TableEntryBytes of
+	// host memory per instance; all tables together never exceed
+	// MaxTableEntries, table.grow included).
+	Tables       int
+	TableEntries uint64
 }
 
-// Inspect parses wasm without rewriting it and without decoding instructions.
-// It fails on malformed sections and on the features the pass refuses in the
-// sections it reads (memory64, threads, tags, GC types), but reports a start
-// section (Info.HasStart) and imports from reserved modules rather than
-// refusing them. Instrument may still fail on a module Inspect accepts.
+// Inspect parses wasm without rewriting it. It decodes every instruction but
+// records nothing for a rewrite. It fails on malformed sections and code, on
+// the features the pass refuses (memory64, threads, tags, GC types, unknown
+// opcodes) and on a module over a limit (limits.go: ErrTooLarge,
+// ErrMemoryLimit), but reports a start section (Info.HasStart) and imports
+// from reserved modules rather than refusing them. Instrument may still fail
+// on a module Inspect accepts.
 //
 // Call Inspect (or Instrument) before wazero sees untrusted bytes: it refuses
 // vector counts larger than their section and more than 50,000 locals in a
 // function, on which wazero v1.12.0's decoder allocates without bound (a
-// 15-byte module can make CompileModule die with "out of memory").
+// 15-byte module can make CompileModule die with "out of memory"), and the
+// declarations (tables, globals, segments, nesting, br_table targets) that
+// make wazero allocate gigabytes or compile for minutes. Its time and
+// allocations are linear in the size of the module.
 func Inspect(wasm []byte) (*Info, error) {
 	m, err := parseModule(wasm, false)
 	if err != nil {

@@ -97,6 +97,12 @@ type module struct {
 	declare    map[uint32]bool   // output function indices ref.func in code needs declared
 
 	numGlobalImports uint32
+
+	// Totals checked against the limits (limits.go).
+	tableEntries uint64 // initial entries of all tables
+	elemEntries  uint64
+	brTargets    uint64 // br_table targets of the module
+	depthSum     uint64 // nesting weight of the module (code.go weigh)
 }
 
 func (m *module) numFuncs() uint32 { return uint32(len(m.funcTypes)) }
@@ -140,7 +146,8 @@ func (m *module) remapRef(f uint32) uint32 {
 
 func (m *module) info() *Info {
 	in := &Info{HasStart: m.hasStart, MemoryMin: m.memMin, MemoryMax: m.memMax,
-		HasMemoryMax: m.hasMemMax, HasMemory: m.numMemories > 0}
+		HasMemoryMax: m.hasMemMax, HasMemory: m.numMemories > 0,
+		Tables: int(m.numTables), TableEntries: m.tableEntries}
 	for _, im := range m.imports {
 		x := Import{Module: im.module, Name: im.name, Kind: im.kind}
 		if im.kind == KindFunc {
@@ -161,6 +168,9 @@ func (m *module) info() *Info {
 // parseModule reads and checks every section; the code section only shallowly
 // unless instrument is set (Instrument decodes it while rewriting it).
 func parseModule(wasm []byte, instrument bool) (*module, error) {
+	if err := moduleSize(len(wasm)); err != nil {
+		return nil, err
+	}
 	m := &module{wasm: wasm, code: -1}
 	r := &reader{b: wasm, end: len(wasm), what: "module header", fn: -1}
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
@@ -225,7 +235,11 @@ func parseModule(wasm []byte, instrument bool) (*module, error) {
 		case secElement:
 			err = m.elementSection(sr, nil)
 		case secDataCount:
-			_, err = sr.u32()
+			off := sr.pos
+			var n uint32
+			if n, err = sr.u32(); err == nil {
+				err = sr.checkLimit(off, uint64(n), MaxDataSegments, "data count", "MaxDataSegments")
+			}
 		case secCode:
 			m.code = i
 			if instrument {
@@ -264,9 +278,11 @@ func (m *module) customSection(r *reader, s *section) error {
 	return err
 }
 
-// codeShallow checks the code section without decoding instructions: the
-// body count, body sizes and local declarations (wazero's decoder allocates
-// by these counts before checking them).
+// codeShallow checks the code section without rewriting it: the body count,
+// body sizes and local declarations (wazero's decoder allocates by these
+// counts before checking them), and every instruction, for the limits on
+// nesting and br_table targets (wazero's compile time grows faster than
+// linearly with them).
 func (m *module) codeShallow(r *reader) error {
 	n, err := r.count(2)
 	if err != nil {
@@ -275,6 +291,9 @@ func (m *module) codeShallow(r *reader) error {
 	if uint32(n) != m.numDefined {
 		return r.malformed(r.pos, "%d function bodies for %d declared functions", n, m.numDefined)
 	}
+	// Decoding only: no import costs, exports or thunks.
+	m.importCost = make([]int64, m.numImports)
+	g := &codeGen{m: m, o: &resolved{}}
 	for i := 0; i < n; i++ {
 		off := r.pos
 		size, err := r.u32()
@@ -286,7 +305,14 @@ func (m *module) codeShallow(r *reader) error {
 		}
 		end := r.pos + int(size)
 		br := &reader{b: r.b, pos: r.pos, end: end, fn: int(m.numImports) + i}
-		if _, err := m.locals(br, m.numImports+uint32(i)); err != nil {
+		if err := br.checkLimit(off, uint64(size), MaxBodyBytes, "body size", "MaxBodyBytes"); err != nil {
+			return err
+		}
+		numLocals, err := m.locals(br, m.numImports+uint32(i))
+		if err != nil {
+			return err
+		}
+		if err := g.analyze(br, uint32(numLocals)); err != nil {
 			return err
 		}
 		r.pos = end
@@ -320,8 +346,12 @@ func (m *module) locals(r *reader, f uint32) (uint64, error) {
 }
 
 func (m *module) typeSection(r *reader) error {
+	off0 := r.pos
 	n, err := r.count(1)
 	if err != nil {
+		return err
+	}
+	if err := r.checkLimit(off0, uint64(n), MaxTypes, "types", "MaxTypes"); err != nil {
 		return err
 	}
 	m.typeBytes[0] = r.pos
@@ -340,8 +370,12 @@ func (m *module) typeSection(r *reader) error {
 		}
 		var ft FuncType
 		for k := 0; k < 2; k++ {
+			coff := r.pos
 			c, err := r.count(1)
 			if err != nil {
+				return err
+			}
+			if err := r.checkLimit(coff, uint64(c), MaxTypeValues, fmt.Sprintf("type %d: %s", i, [2]string{"params", "results"}[k]), "MaxTypeValues"); err != nil {
 				return err
 			}
 			vs := make([]ValueType, c)
@@ -407,8 +441,20 @@ func (m *module) tableType(r *reader) error {
 	if _, err := r.refType(); err != nil {
 		return err
 	}
-	_, _, _, err := m.limits(r, false)
-	return err
+	min, _, _, err := m.limits(r, false)
+	if err != nil {
+		return err
+	}
+	m.numTables++
+	if err := r.checkLimit(off, uint64(m.numTables), MaxTables, "tables", "MaxTables"); err != nil {
+		return err
+	}
+	m.tableEntries += min
+	if m.tableEntries > MaxTableEntries {
+		return r.overLimit(off, ErrMemoryLimit, fmt.Sprintf("initial entries of tables 0-%d (%d bytes each)", m.numTables-1, TableEntryBytes),
+			m.tableEntries, MaxTableEntries, "MaxTableEntries")
+	}
+	return nil
 }
 
 func (m *module) memoryType(r *reader) error {
@@ -441,8 +487,12 @@ func (m *module) globalType(r *reader) error {
 }
 
 func (m *module) importSection(r *reader) error {
+	off0 := r.pos
 	n, err := r.count(4)
 	if err != nil {
+		return err
+	}
+	if err := r.checkLimit(off0, uint64(n), MaxImports, "imports", "MaxImports"); err != nil {
 		return err
 	}
 	for i := 0; i < n; i++ {
@@ -469,7 +519,6 @@ func (m *module) importSection(r *reader) error {
 			if err = m.tableType(r); err != nil {
 				return err
 			}
-			m.numTables++
 		case KindMemory:
 			if err = m.memoryType(r); err != nil {
 				return err
@@ -479,6 +528,9 @@ func (m *module) importSection(r *reader) error {
 				return err
 			}
 			m.numGlobals++
+			if err = r.checkLimit(off, uint64(m.numGlobals), MaxGlobals, "globals", "MaxGlobals"); err != nil {
+				return err
+			}
 		case 4:
 			return r.unsupported(off, "tag import %q %q (exception handling)", im.module, im.name)
 		default:
@@ -491,8 +543,12 @@ func (m *module) importSection(r *reader) error {
 }
 
 func (m *module) functionSection(r *reader) error {
+	off0 := r.pos
 	n, err := r.count(1)
 	if err != nil {
+		return err
+	}
+	if err := r.checkLimit(off0, uint64(m.numImports)+uint64(n), MaxFunctions, "functions (imported and defined)", "MaxFunctions"); err != nil {
 		return err
 	}
 	m.funcBytes[0] = r.pos
@@ -517,7 +573,6 @@ func (m *module) tableSection(r *reader) error {
 		if err := m.tableType(r); err != nil {
 			return err
 		}
-		m.numTables++
 	}
 	return nil
 }
@@ -607,9 +662,15 @@ func (m *module) constExpr(r *reader, w *[]byte, maxGlobal uint32) error {
 // globalSection checks the global section, or with w != nil appends it
 // rewritten (references remapped, the fuel global added) to *w.
 func (m *module) globalSection(r *reader, w *[]byte) error {
+	off0 := r.pos
 	n, err := r.count(3)
 	if err != nil {
 		return err
+	}
+	if w == nil {
+		if err := r.checkLimit(off0, uint64(m.numGlobals)+uint64(n), MaxGlobals, "globals (imported and defined)", "MaxGlobals"); err != nil {
+			return err
+		}
 	}
 	if w != nil {
 		*w = appendU32(*w, uint32(n)+1)
@@ -640,8 +701,12 @@ func (m *module) globalSection(r *reader, w *[]byte) error {
 var fuelGlobalDecl = []byte{byte(I64), 1, 0x42, 0, 0x0b}
 
 func (m *module) exportSection(r *reader) error {
+	off0 := r.pos
 	n, err := r.count(3)
 	if err != nil {
+		return err
+	}
+	if err := r.checkLimit(off0, uint64(n), MaxExports, "exports", "MaxExports"); err != nil {
 		return err
 	}
 	for i := 0; i < n; i++ {
@@ -692,10 +757,15 @@ func (m *module) startSection(r *reader) error {
 // elementSection checks the element section, or with wp != nil appends its
 // segments (without the count) rewritten to *wp.
 func (m *module) elementSection(r *reader, wp *[]byte) error {
+	off0 := r.pos
 	n, err := r.count(1)
 	if err != nil {
 		return err
 	}
+	if err := r.checkLimit(off0, uint64(n), MaxElemSegments, "element segments", "MaxElemSegments"); err != nil {
+		return err
+	}
+	var entries uint64
 	emit := func(from int) {
 		if wp != nil {
 			*wp = append(*wp, r.b[from:r.pos]...)
@@ -738,8 +808,13 @@ func (m *module) elementSection(r *reader, wp *[]byte) error {
 			}
 			emit(from)
 		}
+		coff := r.pos
 		cnt, err := r.count(1)
 		if err != nil {
+			return err
+		}
+		entries += uint64(cnt)
+		if err := r.checkLimit(coff, entries, MaxElemEntries, "entries of element segments", "MaxElemEntries"); err != nil {
 			return err
 		}
 		if wp != nil {
@@ -760,6 +835,7 @@ func (m *module) elementSection(r *reader, wp *[]byte) error {
 		}
 	}
 	m.elemCount = n
+	m.elemEntries = entries
 	return nil
 }
 
@@ -791,8 +867,12 @@ func (m *module) elementSectionOut() []byte {
 // dataSection checks the data section, or with wp != nil appends it rewritten
 // to *wp.
 func (m *module) dataSection(r *reader, wp *[]byte) error {
+	off0 := r.pos
 	n, err := r.count(1)
 	if err != nil {
+		return err
+	}
+	if err := r.checkLimit(off0, uint64(n), MaxDataSegments, "data segments", "MaxDataSegments"); err != nil {
 		return err
 	}
 	if wp != nil {
@@ -855,6 +935,7 @@ func (m *module) dataSection(r *reader, wp *[]byte) error {
 // reads (module, function and local names), as wazero does.
 func (m *module) nameSection(r *reader, emit bool) ([]byte, error) {
 	w := appendName(nil, "name")
+	var entries uint64
 	for !r.done() {
 		off := r.pos
 		id, _ := r.byte()
@@ -885,8 +966,13 @@ func (m *module) nameSection(r *reader, emit bool) ([]byte, error) {
 			continue
 		}
 		var body []byte
+		noff := sub.pos
 		n, err := sub.count(2)
 		if err != nil {
+			return nil, err
+		}
+		entries += uint64(n)
+		if err := sub.checkLimit(noff, entries, MaxNameEntries, "function and local names", "MaxNameEntries"); err != nil {
 			return nil, err
 		}
 		var kept uint32
@@ -899,7 +985,12 @@ func (m *module) nameSection(r *reader, emit bool) ([]byte, error) {
 			if id == 1 {
 				_, err = sub.name()
 			} else {
-				err = sub.nameMap()
+				var k int
+				k, err = sub.nameMap()
+				entries += uint64(k)
+				if err == nil {
+					err = sub.checkLimit(mid, entries, MaxNameEntries, "function and local names", "MaxNameEntries")
+				}
 			}
 			if err != nil {
 				return nil, err
@@ -923,21 +1014,21 @@ func (m *module) nameSection(r *reader, emit bool) ([]byte, error) {
 	return w, nil
 }
 
-// nameMap skips vec(idx name).
-func (r *reader) nameMap() error {
+// nameMap skips vec(idx name) and returns its length.
+func (r *reader) nameMap() (int, error) {
 	n, err := r.count(2)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i := 0; i < n; i++ {
 		if _, err := r.u32(); err != nil {
-			return err
+			return 0, err
 		}
 		if _, err := r.name(); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // instrument assembles the output module.
