@@ -22,10 +22,11 @@ import (
 // skillRun runs a registered skill by name, or a module file, through the same
 // runtime, grants, approval and limits.
 func (a *app) skillRun(ctx context.Context, args []string) error {
-	var input, manifestFlag, entry *string
+	var input, inputRaw, manifestFlag, entry *string
 	var yes, stats *bool
 	pos, configPath, err := parseCommand("skill run", args, 1, "NAME|FILE.wasm [--input JSON]", func(fs *flag.FlagSet) {
 		input = fs.String("input", "", "input: JSON, @FILE, or - for stdin")
+		inputRaw = fs.String("input-raw", "", "raw input bytes for a module file with no input schema: text, @FILE, or - for stdin")
 		manifestFlag = fs.String("manifest", "", "skill.toml for a module file (default: skill.toml beside it)")
 		entry = fs.String("entrypoint", "", "exported function to call (default: the manifest's)")
 		yes = fs.Bool("yes", false, "approve mutating and network calls without asking")
@@ -39,8 +40,17 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *inputRaw != "" {
+		if *input != "" || !isModuleFile(target) {
+			return errs.New(errs.ErrInvalidInput, "--input-raw passes bytes to a module file whose manifest declares no input schema: it excludes --input and does not apply to a registered skill")
+		}
+		if in, err = a.readRawInput(*inputRaw); err != nil {
+			return err
+		}
+		return a.runFile(ctx, target, configPath, *manifestFlag, *entry, in, true, *yes, *stats)
+	}
 	if isModuleFile(target) {
-		return a.runFile(ctx, target, configPath, *manifestFlag, *entry, in, *yes, *stats)
+		return a.runFile(ctx, target, configPath, *manifestFlag, *entry, in, false, *yes, *stats)
 	}
 	if *manifestFlag != "" || *entry != "" {
 		return errs.New(errs.ErrInvalidInput, "--manifest and --entrypoint apply to a module file; a registered skill runs with its installed manifest")
@@ -68,7 +78,7 @@ func (a *app) gate(e *env, yes bool) *approval.Gate {
 // beside the file, or the defaults with no capability. The operator's
 // [skills.NAME] section for the manifest's name grants capabilities, as for an
 // installed skill.
-func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry string, in []byte, yes, stats bool) error {
+func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry string, in []byte, raw, yes, stats bool) error {
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -86,6 +96,12 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 		return errs.New(errs.ErrForbidden, fmt.Sprintf("%s: skill name %q belongs to a built-in; rename it in skill.toml", path, m.Name))
 	}
 	m = withEntry(m, entry)
+	if raw {
+		if err := rawInputAllowed(path, m); err != nil {
+			return err
+		}
+		m.InputSchema = nil // this run's manifest: the input is bytes
+	}
 	if _, err := runtime.Inspect(ctx, wasm, m); err != nil {
 		return err
 	}
@@ -102,7 +118,7 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 	if err := e.reg.Load(ctx, m.Name); err != nil {
 		return err
 	}
-	res, err := a.gate(e, yes).Invoke(ctx, catalog.Call{Skill: m.Name, Arguments: in})
+	res, err := a.gate(e, yes).Invoke(ctx, catalog.Call{Skill: m.Name, Arguments: in, Raw: raw})
 	if err != nil {
 		return err
 	}
