@@ -29,6 +29,7 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/hostfns/fs"
 	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/errs"
@@ -38,10 +39,10 @@ import (
 // operator's configuration, computed by the caller. The zero value grants
 // nothing but logging.
 type Grants struct {
-	Read    []string // directories the skill may read (absolute, existing)
-	Write   []string // directories the skill may write
-	Domains []string // network allowlist (hostfns/http.Policy.Domains)
-	Env     []string // environment variable names the skill may read
+	Read    []string      // directories the skill may read (absolute, existing)
+	Write   []string      // directories the skill may write
+	Domains []allow.Entry // network allowlist: allow.Intersect of manifest and operator (hostfns/http.Policy.Domains)
+	Env     []string      // environment variable names the skill may read
 	// Namespace is the skill's key-value and memory namespace; "" = no access.
 	Namespace string
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"
@@ -94,7 +95,7 @@ func allGrants(t *testing.T, domains ...string) (hostfns.Grants, hostfns.Deps, s
 	t.Cleanup(func() { st.Close() })
 	env := map[string]string{"BUDDY_TEST_VAR": "hello"}
 	g := hostfns.Grants{
-		Read: []string{dir}, Write: []string{dir}, Domains: domains,
+		Read: []string{dir}, Write: []string{dir}, Domains: allow.Intersect([]string{"*"}, domains),
 		Env: []string{"BUDDY_TEST_VAR", "BUDDY_UNSET"}, Namespace: "skill:test",
 		MaxReadBytes: 1 << 20,
 	}
@@ -314,7 +315,7 @@ func TestLinkRefusesBadGrants(t *testing.T) {
 	}{
 		{"missing directory", hostfns.Grants{Read: []string{"/nonexistent/buddy/dir"}}, hostfns.Deps{}},
 		{"relative directory", hostfns.Grants{Write: []string{"relative"}}, hostfns.Deps{}},
-		{"bad domain", hostfns.Grants{Domains: []string{"https://example.com/"}}, hostfns.Deps{}},
+		{"unparsed domain entry", hostfns.Grants{Domains: []allow.Entry{{}}}, hostfns.Deps{}},
 		{"memory without a store", hostfns.Grants{Namespace: "skill:x"}, hostfns.Deps{}},
 	}
 	for _, c := range cases {

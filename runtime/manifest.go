@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/domain"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/tomlx"
 )
@@ -200,12 +200,12 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	c := &f.Capabilities
 	m.Capabilities = Capabilities{FilesRead: c.FilesRead, FilesWrite: c.FilesWrite, Memory: c.Memory}
 	for i, d := range c.Network {
-		norm, err := domain.Normalize(d)
+		e, err := allow.Parse(d, allow.Manifest)
 		if err != nil {
 			fail(fmt.Sprintf("capabilities.network[%d]", i), "%v", err)
 			continue
 		}
-		m.Capabilities.Network = append(m.Capabilities.Network, norm)
+		m.Capabilities.Network = append(m.Capabilities.Network, e.String())
 	}
 	for i, e := range c.Env {
 		if !envRE.MatchString(e) {

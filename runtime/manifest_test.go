@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/domain"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/tomlx"
 )
@@ -257,9 +257,9 @@ func TestParseManifestInvalid(t *testing.T) {
 		// [capabilities]
 		{"network bad patterns", strings.Replace(edit(t, "network = []", `network = ["ok.example.com", "https://x.com", "*.com", "user@x.com"]`), `permission = "read_only"`, `permission = "network"`, 1),
 			[]fieldWant{
-				{"capabilities.network[1]", 13, "bare host name"},
-				{"capabilities.network[2]", 13, "two labels"},
-				{"capabilities.network[3]", 13, "bare host name"},
+				{"capabilities.network[1]", 13, "has a scheme"},
+				{"capabilities.network[2]", 13, "top-level domain"},
+				{"capabilities.network[3]", 13, "has userinfo"},
 			}},
 		{"network needs network permission", edit(t, "network = []", `network = ["api.example.com"]`),
 			[]fieldWant{{"capabilities.network", 13, `declare permission = "network"`}}},
@@ -318,7 +318,7 @@ func TestParseManifestInvalid(t *testing.T) {
 				{"skill.name", 2, "must match"},
 				{"skill.version", 3, "not a semantic version"},
 				{"skill.permission", 6, "must be"},
-				{"capabilities.network[0]", 13, "bare host name"},
+				{"capabilities.network[0]", 13, "has a scheme"},
 				{"resources.fuel", 17, "must be > 0"},
 				{"resources.memory_mb", 18, "between"},
 				{"resources.timeout", 19, "must be <="},
@@ -465,8 +465,8 @@ func FuzzParseManifest(f *testing.F) {
 			t.Errorf("accepted a schema with no JSON form: %v", err)
 		}
 		for _, n := range m.Capabilities.Network {
-			if norm, err := domain.Normalize(n); err != nil || norm != n {
-				t.Errorf("network entry %q is not canonical (%q, %v)", n, norm, err)
+			if e, err := allow.Parse(n, allow.Manifest); err != nil || e.String() != n {
+				t.Errorf("network entry %q is not canonical (%q, %v)", n, e, err)
 			}
 		}
 		for _, e := range m.Capabilities.Env {

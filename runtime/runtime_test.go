@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/runtime"
 )
@@ -558,7 +559,7 @@ func TestOutOfBoundsPointers(t *testing.T) {
 
 	dir := t.TempDir()
 	host, err := hostfns.Link(hostfns.Grants{
-		Read: []string{dir}, Write: []string{dir}, Domains: []string{"127.0.0.1"},
+		Read: []string{dir}, Write: []string{dir}, Domains: allow.Intersect([]string{"*"}, []string{"127.0.0.1"}),
 		Env: []string{"HOME"}, Namespace: "t",
 	}, hostfns.Deps{KV: nopKV{}, Memories: nopKV{}})
 	if err != nil {

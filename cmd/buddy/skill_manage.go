@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/lifecycle"
 	"github.com/buddy-run/buddy/internal/registry"
@@ -56,7 +57,7 @@ func toJSON(s *registry.Skill, withSchema bool) skillJSON {
 		Builtin: s.Builtin, Permission: m.Permission, Approval: string(s.Approval), Status: s.Status,
 		Capabilities: m.Capabilities, SHA256: s.SHA256, WasmPath: s.WasmPath,
 		Grants: grantsJSON{Read: nonNil(s.Grants.Read), Write: nonNil(s.Grants.Write),
-			Domains: nonNil(s.Grants.Domains), Env: nonNil(s.Grants.Env), Namespace: s.Grants.Namespace},
+			Domains: nonNil(allow.Strings(s.Grants.Domains)), Env: nonNil(s.Grants.Env), Namespace: s.Grants.Namespace},
 		Resources: resourcesJSON{Fuel: m.Resources.Fuel, MemoryMB: m.Resources.MemoryMB, Timeout: m.Resources.Timeout.String()},
 	}
 	if s.Problem != nil {
@@ -85,7 +86,7 @@ func describeGrants(g hostfns.Grants) string {
 		parts = append(parts, "write "+strings.Join(g.Write, ", "))
 	}
 	if len(g.Domains) > 0 {
-		parts = append(parts, "GET "+strings.Join(g.Domains, ", "))
+		parts = append(parts, "GET "+strings.Join(allow.Strings(g.Domains), ", "))
 	}
 	if len(g.Env) > 0 {
 		parts = append(parts, "env "+strings.Join(g.Env, ", "))

@@ -4,17 +4,17 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/hostile"
 )
 
 // hostilePolicy is the allowlist of the hostile-URL table and the fuzz target
 // (hostile.URLPolicy, shared with the end-to-end tests of cmd/buddy).
-var hostilePolicy = Policy{Domains: hostile.URLPolicy}
+var hostilePolicy = Policy{Domains: operator(hostile.URLPolicy...)}
 
 // hostileURLs must all be refused by hostilePolicy, with the kind given: the
 // rows of hostile.URLRows, which need no resolver.
@@ -74,7 +74,7 @@ func TestCheckRefusesHostileURLs(t *testing.T) {
 }
 
 func TestCheckErrorMessages(t *testing.T) {
-	f := newFetcher(t, Policy{Domains: []string{"example.com", "api.example.net:8443"}})
+	f := newFetcher(t, Policy{Domains: operator("example.com", "api.example.net:8443")})
 	tests := []struct {
 		url, want string
 	}{
@@ -131,112 +131,47 @@ func TestCheckAccepts(t *testing.T) {
 	}
 }
 
-func TestNewValidatesEntries(t *testing.T) {
-	bad := []string{
-		"", " example.com", "example.com\n", "http://example.com", "https:example.com", "example.com/",
-		"example.com/path", "example.com?q", "user@example.com", "exämple.com", "*", "*.", "*.com",
-		"*.co.uk", "*.github.io", "a.*.example.com", "*example.com", "**.example.com", "example.*",
-		"example..com", ".example.com", "example.com..", "example.com:", "example.com:0",
-		"example.com:99999", "example.com:http", "example.com:80:80", "0177.0.0.1", "2130706433",
-		"127.1", "0x7f.0.0.1", "example.123", "fe80::1%eth0", "[fe80::1%25eth0]", "0.0.0.0", "::",
-		"[::1", "[127.0.0.1]:80", "[::1]x", "exa_mple!.com", strings.Repeat("a", 64) + ".com",
+// operator parses entries as the operator wrote them in buddy.toml: exact
+// ones are Local.
+func operator(domains ...string) []allow.Entry {
+	out := make([]allow.Entry, len(domains))
+	for i, d := range domains {
+		e, err := allow.Parse(d, allow.Operator)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = e
 	}
-	for _, s := range bad {
-		t.Run(s, func(t *testing.T) {
-			_, err := New(Policy{Domains: []string{"ok.example", s}})
-			if !errors.Is(err, errs.ErrConfig) {
-				t.Fatalf("New(%q) = %v, want a config error", s, err)
-			}
-			if !strings.Contains(err.Error(), strconv.Quote(s)) {
-				t.Fatalf("error %q does not name the entry %q", err, s)
-			}
-		})
-	}
+	return out
+}
 
-	good := []struct {
-		in   string
-		want entry
-	}{
-		{"Example.COM.", entry{name: "example.com"}},
-		{"*.test", entry{name: "test", wildcard: true}},
-		{"*.Example.com:8443", entry{name: "example.com", wildcard: true, port: 8443}},
-		{"*.home.arpa", entry{name: "home.arpa", wildcard: true}},
-		{"localhost", entry{name: "localhost"}},
-		{"xn--bcher-kva.example", entry{name: "xn--bcher-kva.example"}},
-		{"127.0.0.1", entry{ip: netip.MustParseAddr("127.0.0.1")}},
-		{"127.0.0.1:8080", entry{ip: netip.MustParseAddr("127.0.0.1"), port: 8080}},
-		{"::1", entry{ip: netip.MustParseAddr("::1")}},
-		{"[::1]", entry{ip: netip.MustParseAddr("::1")}},
-		{"[::1]:8080", entry{ip: netip.MustParseAddr("::1"), port: 8080}},
-		{"::ffff:127.0.0.1", entry{ip: netip.MustParseAddr("127.0.0.1")}},
-		{"2001:DB8:0::1", entry{ip: netip.MustParseAddr("2001:db8::1")}},
+func TestNewRefusesUnparsedEntries(t *testing.T) {
+	star, err := allow.Parse("*", allow.Manifest)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range good {
-		t.Run(tc.in, func(t *testing.T) {
-			e, err := parseEntry(tc.in)
-			if err != nil {
-				t.Fatalf("parseEntry(%q): %v", tc.in, err)
-			}
-			tc.want.raw = tc.in
-			if e != tc.want {
-				t.Fatalf("parseEntry(%q) = %+v, want %+v", tc.in, e, tc.want)
+	for name, e := range map[string]allow.Entry{"zero Entry": {}, `"*"`: star} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(Policy{Domains: append(operator("ok.example"), e)})
+			if !errors.Is(err, errs.ErrConfig) {
+				t.Fatalf("New(%s) = %v, want a config error", name, err)
 			}
 		})
 	}
 }
 
 func TestNewReportsEveryBadEntryAndLimit(t *testing.T) {
-	_, err := New(Policy{Domains: []string{"http://a.example", "ok.example", "*.com"}, MaxBodyBytes: -1, Timeout: -1, MaxRedirects: -2})
+	_, err := New(Policy{Domains: append(operator("ok.example"), allow.Entry{}), MaxBodyBytes: -1, Timeout: -1, MaxRedirects: -2})
 	if !errors.Is(err, errs.ErrConfig) {
 		t.Fatalf("New = %v, want a config error", err)
 	}
-	for _, want := range []string{`"http://a.example"`, `"*.com"`, "body cap", "timeout", "redirect limit"} {
+	for _, want := range []string{"entry 1", "body cap", "timeout", "redirect limit"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
 	}
 	if strings.Contains(err.Error(), "ok.example") {
 		t.Errorf("error %q names a good entry", err)
-	}
-}
-
-func TestParseIPv4(t *testing.T) {
-	tests := []struct {
-		in, want string // want "" = invalid
-	}{
-		{"127.0.0.1", "127.0.0.1"},
-		{"2130706433", "127.0.0.1"},
-		{"0177.0.0.1", "127.0.0.1"},
-		{"0x7f.0.0.1", "127.0.0.1"},
-		{"0x7f.1", "127.0.0.1"},
-		{"127.1", "127.0.0.1"},
-		{"127.0.1", "127.0.0.1"},
-		{"0x7F000001", "127.0.0.1"},
-		{"017700000001", "127.0.0.1"},
-		{"0", "0.0.0.0"},
-		{"0x", "0.0.0.0"},
-		{"00", "0.0.0.0"},
-		{"4294967295", "255.255.255.255"},
-		{"4294967296", ""},
-		{"256.0.0.1", ""},
-		{"1.256.1", ""},
-		{"1.65536", "1.1.0.0"},
-		{"1.16777216", ""},
-		{"1.2.65536", ""},
-		{"1.2.3.4.5", ""},
-		{"08.0.0.1", ""},
-		{"0x1g.0.0.1", ""},
-		{"1..1", ""},
-		{"99999999999999999999999", ""},
-	}
-	for _, tc := range tests {
-		got, err := parseIPv4(tc.in)
-		switch {
-		case tc.want == "" && err == nil:
-			t.Errorf("parseIPv4(%q) = %s, want an error", tc.in, got)
-		case tc.want != "" && (err != nil || got.String() != tc.want):
-			t.Errorf("parseIPv4(%q) = %s, %v, want %s", tc.in, got, err, tc.want)
-		}
 	}
 }
 
@@ -294,9 +229,9 @@ func FuzzCheckURL(f *testing.F) {
 		f.Fatal(err)
 	}
 	listed := map[netip.Addr]bool{}
-	for _, d := range hostilePolicy.Domains {
-		if ip, err := netip.ParseAddr(d); err == nil {
-			listed[ip] = true
+	for _, e := range hostilePolicy.Domains {
+		if e.IP().IsValid() {
+			listed[e.IP()] = true
 		}
 	}
 	f.Fuzz(func(t *testing.T, raw string) {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 )
 
@@ -39,7 +40,7 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 	if err != nil {
 		return nil, refuse("", netip.Addr{}, fmt.Sprintf("dial address %q is malformed", addr))
 	}
-	port, ok := parsePort(portStr)
+	port, ok := allow.ParsePort(portStr)
 	if !ok {
 		return nil, refuse(hostname, netip.Addr{}, fmt.Sprintf("dial address %q has an invalid port", addr))
 	}
@@ -48,7 +49,7 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 		e := err.(*Error)
 		return nil, refuse(hostname, netip.Addr{}, e.Reason)
 	}
-	matched, explicit := f.match(host, ip, port)
+	matched, local := f.match(host, ip, port)
 	if !matched {
 		return nil, refuse(host, ip, fmt.Sprintf("host %s port %d is not in the allowlist", host, port))
 	}
@@ -79,7 +80,7 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 	// Every address is checked before any is dialled: a name that mixes public
 	// and private answers is refused outright.
 	for _, c := range cands {
-		if why := f.addrRefusal(c, explicit); why != "" {
+		if why := f.addrRefusal(c, local); why != "" {
 			if !ip.IsValid() {
 				why += fmt.Sprintf(" (resolved from %s)", host)
 			}
@@ -102,7 +103,7 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 				defer acancel()
 			}
 		}
-		d := &net.Dialer{Control: f.control(c, port, explicit)}
+		d := &net.Dialer{Control: f.control(c, port, local)}
 		conn, err := f.dial(actx, d, network, netip.AddrPortFrom(c, port).String())
 		if err == nil {
 			return conn, nil
@@ -135,7 +136,7 @@ func (f *Fetcher) dialErr(ctx context.Context, host string, ip netip.Addr, what 
 // about to connect to exactly the address and port that were checked, and that
 // address must still be allowed for the host. It is the last line of defence
 // should anything between the check and the connect change the destination.
-func (f *Fetcher) control(want netip.Addr, port uint16, explicit bool) func(network, address string, c syscall.RawConn) error {
+func (f *Fetcher) control(want netip.Addr, port uint16, local bool) func(network, address string, c syscall.RawConn) error {
 	return func(network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
@@ -145,7 +146,7 @@ func (f *Fetcher) control(want netip.Addr, port uint16, explicit bool) func(netw
 		if canonicalAddr(got) != canonicalAddr(want) || ap.Port() != port {
 			return &Error{Kind: errs.ErrForbidden, Addr: got, Reason: fmt.Sprintf("dialled address %s is not the checked address %s", ap, netip.AddrPortFrom(want, port))}
 		}
-		if why := f.addrRefusal(got, explicit); why != "" {
+		if why := f.addrRefusal(got, local); why != "" {
 			return &Error{Kind: errs.ErrForbidden, Addr: got, Reason: why}
 		}
 		return nil

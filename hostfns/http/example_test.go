@@ -8,12 +8,16 @@ import (
 	nethttp "net/http"
 	"net/http/httptest"
 
+	"github.com/buddy-run/buddy/hostfns/allow"
 	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/errs"
 )
 
 func ExampleFetcher_Check() {
-	f, err := buddyhttp.New(buddyhttp.Policy{Domains: []string{"example.com", "*.wikipedia.org"}})
+	f, err := buddyhttp.New(buddyhttp.Policy{Domains: allow.Intersect(
+		[]string{"*"}, // the skill declares: any host the operator allows
+		[]string{"example.com", "*.wikipedia.org"}, // the operator grants (buddy.toml)
+	)})
 	if err != nil {
 		panic(err)
 	}
@@ -48,8 +52,10 @@ func ExampleFetcher_Get() {
 	}))
 	defer srv.Close()
 
-	// A local service must be listed explicitly: here by its IP literal.
-	f, err := buddyhttp.New(buddyhttp.Policy{Domains: []string{"127.0.0.1"}, MaxBodyBytes: 1 << 20})
+	// A local service must be listed exactly by the operator: here by its IP
+	// literal.
+	domains := allow.Intersect([]string{"*"}, []string{"127.0.0.1"})
+	f, err := buddyhttp.New(buddyhttp.Policy{Domains: domains, MaxBodyBytes: 1 << 20})
 	if err != nil {
 		panic(err)
 	}

@@ -161,7 +161,7 @@ func TestGetAllowed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before, hits := res.count("example.test"), srv.hits.Load()
-			f := newFetcher(t, Policy{Domains: tc.domains}, WithResolver(res))
+			f := newFetcher(t, Policy{Domains: operator(tc.domains...)}, WithResolver(res))
 			resp, err := f.Get(t.Context(), tc.url)
 			if err != nil {
 				t.Fatalf("Get: %v", err)
@@ -193,7 +193,7 @@ func TestGetHeadersAreASafeSubset(t *testing.T) {
 		h.Set("Location", "http://evil.test/")
 		io.WriteString(w, "body")
 	})
-	f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}})
+	f := newFetcher(t, Policy{Domains: operator("127.0.0.1")})
 	resp, err := f.Get(t.Context(), srv.URL+"/h")
 	if err != nil {
 		t.Fatalf("Get: %v", err)
@@ -246,7 +246,7 @@ func TestGetHTTPS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFetcher(t, Policy{Domains: tc.domains}, tc.opts...)
+			f := newFetcher(t, Policy{Domains: operator(tc.domains...)}, tc.opts...)
 			resp, err := f.Get(t.Context(), tc.url)
 			if tc.kind != nil {
 				wantKind(t, err, tc.kind)
@@ -301,7 +301,7 @@ func TestGetContentEncoding(t *testing.T) {
 			w.Write(gz[:len(gz)/2])
 		}
 	})
-	f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}})
+	f := newFetcher(t, Policy{Domains: operator("127.0.0.1")})
 	tests := []struct {
 		path string
 		kind error
@@ -376,7 +376,7 @@ func TestRedirects(t *testing.T) {
 				redirectTo(tc.location)(w, r)
 			})
 			before := target.hits.Load()
-			f := newFetcher(t, Policy{Domains: []string{"a.test", "b.test", "*.wild.test"}, MaxRedirects: tc.maxRedirects}, WithResolver(res))
+			f := newFetcher(t, Policy{Domains: operator("a.test", "b.test", "*.wild.test"), MaxRedirects: tc.maxRedirects}, WithResolver(res))
 			resp, err := f.Get(t.Context(), "http://a.test:"+src.port()+"/start")
 			if got := target.hits.Load() - before; got != tc.targetHits {
 				t.Errorf("target hits = %d, want %d", got, tc.targetHits)
@@ -415,7 +415,7 @@ func TestRedirectHTTPSToHTTPRefused(t *testing.T) {
 	secure := startServer(t, true, redirectTo("http://example.com:"+plain.port()+"/"))
 	trust := secure.Client().Transport.(*nethttp.Transport).TLSClientConfig
 	res := newMapResolver(map[string][]string{"example.com": {"127.0.0.1"}})
-	f := newFetcher(t, Policy{Domains: []string{"example.com"}}, WithResolver(res), WithTLSConfig(trust))
+	f := newFetcher(t, Policy{Domains: operator("example.com")}, WithResolver(res), WithTLSConfig(trust))
 	_, err := f.Get(t.Context(), "https://example.com:"+secure.port()+"/")
 	wantKind(t, err, errs.ErrForbidden)
 	if !strings.Contains(err.Error(), "https to http") {
@@ -449,7 +449,7 @@ func TestRedirectLimit(t *testing.T) {
 			mu.Lock()
 			clear(hops)
 			mu.Unlock()
-			f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}, MaxRedirects: tc.max})
+			f := newFetcher(t, Policy{Domains: operator("127.0.0.1"), MaxRedirects: tc.max})
 			_, err := f.Get(t.Context(), srv.URL+"/hop/0")
 			wantKind(t, err, errs.ErrForbidden)
 			mu.Lock()
@@ -479,7 +479,7 @@ func TestRedirectLoop(t *testing.T) {
 	b = startServer(t, false, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		redirectTo("http://a.test:"+a.port()+"/start")(w, r)
 	})
-	f := newFetcher(t, Policy{Domains: []string{"a.test", "b.test"}}, WithResolver(res))
+	f := newFetcher(t, Policy{Domains: operator("a.test", "b.test")}, WithResolver(res))
 	tests := []struct {
 		path         string
 		aHits, bHits int64
@@ -540,7 +540,7 @@ func TestDialledAddressChecks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := srv.hits.Load()
-			f := newFetcher(t, Policy{Domains: tc.domains}, WithResolver(res))
+			f := newFetcher(t, Policy{Domains: operator(tc.domains...)}, WithResolver(res))
 			var dialled []string
 			var mu sync.Mutex
 			f.dial = func(ctx context.Context, d *net.Dialer, network, address string) (net.Conn, error) {
@@ -575,7 +575,7 @@ func TestDialledAddressChecks(t *testing.T) {
 func TestMetadataNeedsItsAddressListed(t *testing.T) {
 	res := newMapResolver(map[string][]string{"meta.corp": {"169.254.169.254"}})
 	var dialled []string
-	f := newFetcher(t, Policy{Domains: []string{"meta.corp", "169.254.169.254"}, Timeout: time.Second}, WithResolver(res))
+	f := newFetcher(t, Policy{Domains: operator("meta.corp", "169.254.169.254"), Timeout: time.Second}, WithResolver(res))
 	f.dial = func(ctx context.Context, d *net.Dialer, network, address string) (net.Conn, error) {
 		dialled = append(dialled, address)
 		return nil, errors.New("test: not dialling")
@@ -597,7 +597,7 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}})
+	f := newFetcher(t, Policy{Domains: operator("127.0.0.1")})
 	_, err = f.Get(t.Context(), "http://"+addr+"/")
 	wantKind(t, err, errs.ErrUnavailable)
 }
@@ -615,7 +615,7 @@ func TestDNSRebinding(t *testing.T) {
 		}
 		return []net.IPAddr{{IP: net.ParseIP("127.0.0.1")}}, nil
 	})
-	f := newFetcher(t, Policy{Domains: []string{"*.test"}, Timeout: 5 * time.Second}, WithResolver(res))
+	f := newFetcher(t, Policy{Domains: operator("*.test"), Timeout: 5 * time.Second}, WithResolver(res))
 	var mu sync.Mutex
 	var dialled []string
 	f.dial = func(ctx context.Context, d *net.Dialer, network, address string) (net.Conn, error) {
@@ -654,7 +654,7 @@ func TestDNSRebinding(t *testing.T) {
 func TestControlRefusesAnotherAddress(t *testing.T) {
 	srv := startServer(t, false, text("loopback"))
 	res := newMapResolver(map[string][]string{"public.test": {"93.184.216.34"}})
-	f := newFetcher(t, Policy{Domains: []string{"*.test"}}, WithResolver(res))
+	f := newFetcher(t, Policy{Domains: operator("*.test")}, WithResolver(res))
 	f.dial = func(ctx context.Context, d *net.Dialer, network, address string) (net.Conn, error) {
 		return d.DialContext(ctx, network, srv.Listener.Addr().String()) // the swap
 	}
@@ -664,7 +664,7 @@ func TestControlRefusesAnotherAddress(t *testing.T) {
 		t.Errorf("server reached %d times", srv.hits.Load())
 	}
 
-	f2 := newFetcher(t, Policy{Domains: []string{"*.test", "local.test"}})
+	f2 := newFetcher(t, Policy{Domains: operator("*.test", "local.test")})
 	tests := []struct {
 		want     string
 		port     uint16
@@ -733,7 +733,7 @@ func TestBodyCap(t *testing.T) {
 			}
 		}
 	})
-	f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}, MaxBodyBytes: limit, Timeout: 20 * time.Second})
+	f := newFetcher(t, Policy{Domains: operator("127.0.0.1"), MaxBodyBytes: limit, Timeout: 20 * time.Second})
 	tests := []struct {
 		path string
 		kind error
@@ -815,7 +815,7 @@ func TestDeadlines(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFetcher(t, Policy{Domains: []string{"127.0.0.1", "slow.test"}, Timeout: timeout}, tc.opts...)
+			f := newFetcher(t, Policy{Domains: operator("127.0.0.1", "slow.test"), Timeout: timeout}, tc.opts...)
 			start := time.Now()
 			_, err := f.Get(t.Context(), tc.url)
 			wantKind(t, err, errs.ErrTimeout)
@@ -829,14 +829,14 @@ func TestDeadlines(t *testing.T) {
 	}
 
 	t.Run("the caller's shorter deadline", func(t *testing.T) {
-		f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}, Timeout: time.Minute})
+		f := newFetcher(t, Policy{Domains: operator("127.0.0.1"), Timeout: time.Minute})
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 		_, err := f.Get(ctx, srv.URL+"/slow-headers")
 		wantKind(t, err, errs.ErrTimeout)
 	})
 	t.Run("the caller cancels", func(t *testing.T) {
-		f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}, Timeout: time.Minute})
+		f := newFetcher(t, Policy{Domains: operator("127.0.0.1"), Timeout: time.Minute})
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(timeout, cancel)
 		_, err := f.Get(ctx, srv.URL+"/slow-headers")
@@ -864,7 +864,7 @@ func TestHeaderCap(t *testing.T) {
 	for _, srv := range []*httptest.Server{h1, h2} {
 		t.Run(srv.URL[:strings.Index(srv.URL, ":")], func(t *testing.T) {
 			trust := srv.Client().Transport.(*nethttp.Transport).TLSClientConfig
-			f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}}, WithTLSConfig(trust))
+			f := newFetcher(t, Policy{Domains: operator("127.0.0.1")}, WithTLSConfig(trust))
 			if _, err := f.Get(t.Context(), srv.URL+"/small"); err != nil {
 				t.Fatalf("small headers: %v", err)
 			}
@@ -883,7 +883,7 @@ func TestNoProxy(t *testing.T) {
 	t.Setenv("http_proxy", proxy.URL)
 	srv := startServer(t, false, text("direct"))
 	res := newMapResolver(map[string][]string{"direct.test": {"127.0.0.1"}})
-	f := newFetcher(t, Policy{Domains: []string{"direct.test"}}, WithResolver(res))
+	f := newFetcher(t, Policy{Domains: operator("direct.test")}, WithResolver(res))
 	resp, err := f.Get(t.Context(), "http://direct.test:"+srv.port()+"/")
 	if err != nil || string(resp.Body) != "direct" || proxy.hits.Load() != 0 {
 		t.Fatalf("Get = %v, %v; proxy hits %d", resp, err, proxy.hits.Load())
@@ -892,7 +892,7 @@ func TestNoProxy(t *testing.T) {
 
 func TestConcurrentGets(t *testing.T) {
 	srv := startServer(t, false, text("ok"))
-	f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}})
+	f := newFetcher(t, Policy{Domains: operator("127.0.0.1")})
 	var wg sync.WaitGroup
 	errc := make(chan error, 16)
 	for range 16 {
@@ -926,7 +926,7 @@ func TestConnectionReuse(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	f := newFetcher(t, Policy{Domains: []string{"127.0.0.1"}})
+	f := newFetcher(t, Policy{Domains: operator("127.0.0.1")})
 	for range 20 {
 		if _, err := f.Get(t.Context(), srv.URL); err != nil {
 			t.Fatal(err)
@@ -943,7 +943,7 @@ func BenchmarkGet4KiB(b *testing.B) {
 	body := bytes.Repeat([]byte("x"), 4<<10)
 	srv := startServer(b, false, func(w nethttp.ResponseWriter, r *nethttp.Request) { w.Write(body) })
 	b.Run("fetcher", func(b *testing.B) {
-		f := newFetcher(b, Policy{Domains: []string{"127.0.0.1"}})
+		f := newFetcher(b, Policy{Domains: operator("127.0.0.1")})
 		b.ReportAllocs()
 		for b.Loop() {
 			resp, err := f.Get(b.Context(), srv.URL)

@@ -2,9 +2,12 @@
 // GET-only HTTP client that reaches only the hosts an operator allowlisted, and
 // checks every redirect hop and every address it dials.
 //
-//	f, err := http.New(http.Policy{Domains: []string{"example.com", "*.wikipedia.org"}})
+//	domains := allow.Intersect(
+//		[]string{"*"}, // what the skill declares
+//		[]string{"example.com", "*.wikipedia.org"}) // what the operator grants
+//	f, err := http.New(http.Policy{Domains: domains})
 //	if err != nil {
-//		return err // errs.ErrConfig, naming the bad entry
+//		return err // errs.ErrConfig
 //	}
 //	defer f.CloseIdleConnections()
 //
@@ -17,20 +20,12 @@
 //
 // # The allowlist
 //
-// Each entry of [Policy.Domains] is one of
-//
-//   - "example.com": that host exactly;
-//   - "*.example.com": any host beneath example.com, but not example.com itself;
-//   - an IP literal ("127.0.0.1", "::1", "[::1]"): URLs whose host is that
-//     address, in any spelling;
-//   - any of these with ":port", restricting the port (otherwise any port).
-//
-// [New] refuses entries with a scheme, path, userinfo, non-ASCII characters
-// (write the xn-- form), empty labels, a wildcard anywhere but a whole leading
-// label, a wildcard on a TLD or a well-known public suffix ("*.com", "*.co.uk",
-// "*.github.io"; special-use names such as "*.test" and "*.internal" are fine),
-// IPv6 zones, and IPv4 addresses in any spelling but the canonical one. Case
-// and one trailing dot are normalised.
+// [Policy.Domains] holds entries of package allow, the one grammar of
+// allowlist entries ("example.com", "*.example.com", an IP literal, each with
+// an optional ":port"), parsed from the operator's buddy.toml or derived by
+// [allow.Intersect] from a skill's declaration and the operator's grant. The
+// caller cannot pass raw strings: whether an entry may reach private addresses
+// ([allow.Entry.Local]) is decided where it was parsed, by who wrote it.
 //
 // # The checks
 //
@@ -52,15 +47,18 @@
 // cannot redirect the connection; a [net.Dialer] Control function checks the
 // address of every socket again before it connects.
 //
-// A name that only a wildcard matches must resolve to globally reachable
-// addresses only: loopback, private (RFC 1918), link-local, CGNAT, unique-local,
+// A host that no Local entry allows (only a wildcard, an entry a manifest
+// declared, or one the intersection derived from a manifest's declaration
+// under an operator's wildcard) must resolve to globally reachable addresses
+// only: loopback, private (RFC 1918), link-local, CGNAT, unique-local,
 // multicast, unspecified, broadcast, documentation, benchmarking and reserved
 // ranges are refused, as are IPv6 forms embedding such an IPv4 address (mapped,
 // NAT64, 6to4, Teredo). If any address of a name is refused, the fetch is. A
-// host named by an exact entry ("intranet.corp", "localhost") is trusted to be
-// local: its addresses may be private. Cloud metadata endpoints
+// host allowed by a Local entry (one the operator wrote exactly in buddy.toml:
+// "intranet.corp", "localhost", "10.0.0.5") is trusted to be local: its
+// addresses may be private. Cloud metadata endpoints
 // (169.254.169.254, fd00:ec2::254, ...) are refused even then, unless the
-// endpoint's address is itself an entry.
+// endpoint's address is itself a Local entry.
 //
 // Redirects (301, 302, 303, 307, 308) are followed by Get itself, at most
 // [Policy.MaxRedirects] times. Every hop runs Check and the address checks
@@ -102,6 +100,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 )
 
@@ -122,10 +121,10 @@ const (
 // Policy is what a Fetcher may reach and how much it may read. It is a plain
 // value: New copies it.
 type Policy struct {
-	// Domains is the allowlist: "example.com" (exact host), "*.example.com"
-	// (subdomains only, not the apex), an IP literal ("127.0.0.1", "::1") or
-	// "localhost"; an optional ":port" suffix restricts the port.
-	Domains []string
+	// Domains is the allowlist (see package allow): a host is fetched when an
+	// entry allows it, and may resolve to non-public addresses only when an
+	// entry that allows it is Local.
+	Domains []allow.Entry
 	// MaxBodyBytes caps the body after decompression; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Timeout is one deadline for DNS, connect, TLS, redirects and body; 0
@@ -175,7 +174,7 @@ func defaultDial(ctx context.Context, d *net.Dialer, network, address string) (n
 // Fetcher fetches URLs under one Policy. It is safe for concurrent use and
 // keeps idle connections for reuse; see CloseIdleConnections.
 type Fetcher struct {
-	entries      []entry
+	entries      []allow.Entry
 	maxBody      int64
 	timeout      time.Duration
 	maxRedirects int // -1 = none
@@ -185,8 +184,10 @@ type Fetcher struct {
 	transport    *nethttp.Transport
 }
 
-// New validates p and returns a Fetcher for it. Every bad Domains entry is
-// reported (errs.ErrConfig, naming the entry), as are negative limits.
+// New validates p and returns a Fetcher for it. An entry that did not come
+// from package allow (the zero Entry) or that is "*" (a manifest's "any host
+// the operator allows", meaningful only before intersection) is an
+// errs.ErrConfig, as are negative limits.
 func New(p Policy, opts ...Option) (*Fetcher, error) {
 	f := &Fetcher{
 		maxBody:      p.MaxBodyBytes,
@@ -196,13 +197,15 @@ func New(p Policy, opts ...Option) (*Fetcher, error) {
 		dial:         defaultDial,
 	}
 	var problems []error
-	for _, d := range p.Domains {
-		e, err := parseEntry(d)
-		if err != nil {
-			problems = append(problems, err)
-			continue
+	for i, e := range p.Domains {
+		switch {
+		case !e.IsValid():
+			problems = append(problems, errs.New(errs.ErrConfig, fmt.Sprintf("network allowlist entry %d is not a parsed entry", i)))
+		case e.Any():
+			problems = append(problems, errs.New(errs.ErrConfig, `network allowlist entry "*" is a skill's declaration, not a grant; intersect it with the operator's list`))
+		default:
+			f.entries = append(f.entries, e)
 		}
-		f.entries = append(f.entries, e)
 	}
 	switch {
 	case f.maxBody < 0:

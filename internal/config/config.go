@@ -24,8 +24,7 @@ import (
 	"strings"
 	"time"
 
-	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
-	"github.com/buddy-run/buddy/internal/domain"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/internal/tomlx"
@@ -110,7 +109,7 @@ type Skill struct {
 	AllowedDirectories []string
 	ReadDirectories    []string // reads only
 	WriteDirectories   []string // writes only
-	AllowedDomains     []string // network allowlist
+	AllowedDomains     []string // network allowlist, canonical (package hostfns/allow, parsed as allow.Operator)
 	Env                []string // environment variable names
 	Memory             bool     // its own key-value and memory namespace
 	Approval           string   // "" = the default for its permission level
@@ -447,23 +446,14 @@ func Parse(data []byte) (*Config, error) {
 		sk.ReadDirectories = v.dirs(sf.ReadDirectories, at("read_directories"))
 		sk.WriteDirectories = v.dirs(sf.WriteDirectories, at("write_directories"))
 		for i, d := range sf.AllowedDomains {
-			n, err := domain.Normalize(d)
+			// The grammar the intersection and the fetcher use; an exact
+			// entry here is what lets a host reach private addresses.
+			e, err := allow.Parse(d, allow.Operator)
 			if err != nil {
 				v.fail(fmt.Sprintf("%s[%d]", at("allowed_domains"), i), "%v", err)
 				continue
 			}
-			if n == "*" {
-				v.fail(fmt.Sprintf("%s[%d]", at("allowed_domains"), i), "\"*\" would allow every host; list the domains (\"*.example.com\" for subdomains)")
-				continue
-			}
-			// The fetcher has rules of its own (no wildcard over a public
-			// suffix such as "*.co.uk", canonical IP literals): report them
-			// here, with the key, rather than when the skill loads.
-			if err := buddyhttp.CheckDomain(n); err != nil {
-				v.fail(fmt.Sprintf("%s[%d]", at("allowed_domains"), i), "%v", err)
-				continue
-			}
-			sk.AllowedDomains = append(sk.AllowedDomains, n)
+			sk.AllowedDomains = append(sk.AllowedDomains, e.String())
 		}
 		for i, e := range sf.Env {
 			if !envNameRE.MatchString(e) {

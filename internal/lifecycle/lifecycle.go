@@ -23,7 +23,7 @@ import (
 	"strings"
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
-	"github.com/buddy-run/buddy/internal/domain"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/store"
@@ -330,14 +330,14 @@ func capLines(c runtime.Capabilities) []string {
 }
 
 func describeDomain(d string) string {
-	p, err := domain.Parse(d)
+	p, err := allow.Parse(d, allow.Manifest)
 	switch {
 	case err != nil:
 		return "GET " + d
-	case p.Any:
+	case p.Any():
 		return "GET any domain you allow"
-	case p.Wildcard:
-		return "GET https://*." + p.Host + " (any subdomain of " + p.Host + ") if you allow it"
+	case p.Wildcard():
+		return "GET https://*." + p.Host() + " (any subdomain of " + p.Host() + ") if you allow it"
 	}
 	return "GET https://" + p.String() + " if you allow it"
 }
@@ -352,13 +352,13 @@ func Widened(prev, next runtime.Capabilities) []string {
 		out = append(out, "may now create and replace files in directories you grant it")
 	}
 	for _, d := range next.Network {
-		p, err := domain.Parse(d)
+		p, err := allow.Parse(d, allow.Manifest)
 		if err != nil {
 			continue
 		}
 		covered := false
 		for _, o := range prev.Network {
-			if q, err := domain.Parse(o); err == nil && domain.Within(p, q) {
+			if q, err := allow.Parse(o, allow.Manifest); err == nil && allow.Within(p, q) {
 				covered = true
 				break
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/registry"
@@ -131,7 +132,7 @@ func BenchmarkFetchURL4KiB(b *testing.B) {
 		}
 	})
 	b.Run("native-checked", func(b *testing.B) {
-		f, err := buddyhttp.New(buddyhttp.Policy{Domains: []string{host}})
+		f, err := buddyhttp.New(buddyhttp.Policy{Domains: allow.Intersect([]string{"*"}, []string{host})})
 		if err != nil {
 			b.Fatal(err)
 		}

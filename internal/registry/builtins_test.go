@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/registry"
@@ -250,7 +251,7 @@ allowed_domains = ["127.0.0.1", "example.com"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"127.0.0.1", "example.com"}; !slices.Equal(sk.Grants.Domains, want) {
+	if want := []string{"127.0.0.1", "example.com"}; !slices.Equal(allow.Strings(sk.Grants.Domains), want) {
 		t.Errorf("grants %v, want %v", sk.Grants.Domains, want)
 	}
 	if sk.Approval != config.ApprovalAlways || sk.Manifest.Permission != runtime.Network {

@@ -227,7 +227,7 @@ func Touches(g hostfns.Grants) []string {
 		out = append(out, "write files in "+d)
 	}
 	for _, d := range g.Domains {
-		out = append(out, "GET http(s) URLs on "+d)
+		out = append(out, "GET http(s) URLs on "+d.String())
 	}
 	if len(g.Env) > 0 {
 		env := append([]string(nil), g.Env...)

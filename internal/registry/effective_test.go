@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/runtime"
@@ -24,6 +25,10 @@ func TestEffectiveGrants(t *testing.T) {
 		MaxReadBytes: lim.MaxReadBytes, MaxWriteBytes: lim.MaxWriteBytes, MaxFetchBytes: lim.MaxFetchBytes,
 		FetchTimeout: lim.FetchTimeout,
 	}
+	// op: entries as the operator wrote them (exact ones reach private
+	// addresses); derived: entries that reach public addresses only.
+	op := func(s ...string) []allow.Entry { return entries(t, allow.Operator, s...) }
+	derived := func(s ...string) []allow.Entry { return entries(t, allow.Manifest, s...) }
 	with := func(edit func(*hostfns.Grants)) hostfns.Grants {
 		g := caps
 		edit(&g)
@@ -116,14 +121,14 @@ func TestEffectiveGrants(t *testing.T) {
 			name: "network *.github.com ∩ operator api.github.com, example.com",
 			caps: runtime.Capabilities{Network: []string{"*.github.com"}},
 			sec:  config.Skill{AllowedDomains: []string{"api.github.com", "example.com"}},
-			want: with(func(g *hostfns.Grants) { g.Domains = []string{"api.github.com"} }),
+			want: with(func(g *hostfns.Grants) { g.Domains = op("api.github.com") }),
 		},
 		{
 			name: "network * (fetch_url): exactly the operator's list",
 			caps: runtime.Capabilities{Network: []string{"*"}},
 			sec:  config.Skill{AllowedDomains: []string{"example.com", "api.github.com", "*.wikipedia.org", "127.0.0.1"}},
 			want: with(func(g *hostfns.Grants) {
-				g.Domains = []string{"*.wikipedia.org", "127.0.0.1", "api.github.com", "example.com"}
+				g.Domains = op("*.wikipedia.org", "127.0.0.1", "api.github.com", "example.com")
 			}),
 		},
 		{
@@ -139,10 +144,34 @@ func TestEffectiveGrants(t *testing.T) {
 			want: caps,
 		},
 		{
-			name: "network exact ∩ a broader operator wildcard: the exact host",
+			name: "network exact ∩ a broader operator wildcard: the exact host, public addresses only",
 			caps: runtime.Capabilities{Network: []string{"api.github.com"}},
 			sec:  config.Skill{AllowedDomains: []string{"*.github.com"}},
-			want: with(func(g *hostfns.Grants) { g.Domains = []string{"api.github.com"} }),
+			want: with(func(g *hostfns.Grants) { g.Domains = derived("api.github.com") }),
+		},
+		{
+			name: "network exact ∩ the operator's exact entry and wildcard: the exact entry's meaning",
+			caps: runtime.Capabilities{Network: []string{"a.x.test"}},
+			sec:  config.Skill{AllowedDomains: []string{"a.x.test", "*.x.test"}},
+			want: with(func(g *hostfns.Grants) { g.Domains = op("a.x.test") }),
+		},
+		{
+			name: "network * ∩ the operator's wildcard and exact entry: both, each with its meaning",
+			caps: runtime.Capabilities{Network: []string{"*"}},
+			sec:  config.Skill{AllowedDomains: []string{"a.x.test", "*.x.test"}},
+			want: with(func(g *hostfns.Grants) { g.Domains = op("*.x.test", "a.x.test") }),
+		},
+		{
+			name: "network wildcard ∩ the operator's exact entry: the operator's entry",
+			caps: runtime.Capabilities{Network: []string{"*.x.test"}},
+			sec:  config.Skill{AllowedDomains: []string{"a.x.test"}},
+			want: with(func(g *hostfns.Grants) { g.Domains = op("a.x.test") }),
+		},
+		{
+			name: "network localhost ∩ *.test: none",
+			caps: runtime.Capabilities{Network: []string{"localhost"}},
+			sec:  config.Skill{AllowedDomains: []string{"*.test"}},
+			want: caps,
 		},
 		{
 			name: "network disjoint: none",
@@ -154,7 +183,7 @@ func TestEffectiveGrants(t *testing.T) {
 			name: "network ports: the port both allow",
 			caps: runtime.Capabilities{Network: []string{"api.github.com:443"}},
 			sec:  config.Skill{AllowedDomains: []string{"*.github.com"}},
-			want: with(func(g *hostfns.Grants) { g.Domains = []string{"api.github.com:443"} }),
+			want: with(func(g *hostfns.Grants) { g.Domains = derived("api.github.com:443") }),
 		},
 		// Environment.
 		{
@@ -223,19 +252,19 @@ func TestEffectiveGrants(t *testing.T) {
 			name: "fetch timeout: limits.fetch_timeout when the section sets none",
 			caps: runtime.Capabilities{Network: []string{"*"}},
 			sec:  config.Skill{AllowedDomains: []string{"example.com"}},
-			want: with(func(g *hostfns.Grants) { g.Domains = []string{"example.com"} }),
+			want: with(func(g *hostfns.Grants) { g.Domains = op("example.com") }),
 		},
 		{
 			name: "fetch timeout: the section's timeout when shorter",
 			caps: runtime.Capabilities{Network: []string{"*"}},
 			sec:  config.Skill{AllowedDomains: []string{"example.com"}, Timeout: 3 * time.Second},
-			want: with(func(g *hostfns.Grants) { g.Domains, g.FetchTimeout = []string{"example.com"}, 3*time.Second }),
+			want: with(func(g *hostfns.Grants) { g.Domains, g.FetchTimeout = op("example.com"), 3*time.Second }),
 		},
 		{
 			name: "fetch timeout: limits.fetch_timeout when the section's is longer",
 			caps: runtime.Capabilities{Network: []string{"*"}},
 			sec:  config.Skill{AllowedDomains: []string{"example.com"}, Timeout: time.Minute},
-			want: with(func(g *hostfns.Grants) { g.Domains = []string{"example.com"} }),
+			want: with(func(g *hostfns.Grants) { g.Domains = op("example.com") }),
 		},
 		{
 			name: "fetch timeout: the section's when [limits] has none",
@@ -274,12 +303,29 @@ func TestEffectiveGrants(t *testing.T) {
 
 // normalize makes empty lists nil, so that a table need not care.
 func normalize(g hostfns.Grants) hostfns.Grants {
-	for _, l := range []*[]string{&g.Read, &g.Write, &g.Domains, &g.Env} {
+	for _, l := range []*[]string{&g.Read, &g.Write, &g.Env} {
 		if len(*l) == 0 {
 			*l = nil
 		}
 	}
+	if len(g.Domains) == 0 {
+		g.Domains = nil
+	}
 	return g
+}
+
+// entries parses allowlist entries written by src.
+func entries(t *testing.T, src allow.Source, list ...string) []allow.Entry {
+	t.Helper()
+	var out []allow.Entry
+	for _, s := range list {
+		e, err := allow.Parse(s, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func TestEffectiveManifest(t *testing.T) {

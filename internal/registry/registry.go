@@ -27,9 +27,9 @@ import (
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/config"
-	"github.com/buddy-run/buddy/internal/domain"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"
@@ -325,7 +325,8 @@ func EffectiveManifest(m *runtime.Manifest, sec config.Skill, lim config.Limits)
 // the section grants:
 //   - reads: allowed_directories ∪ read_directories, if files_read;
 //   - writes: allowed_directories ∪ write_directories, if files_write;
-//   - domains: domain.Intersect(manifest network, allowed_domains);
+//   - domains: allow.Intersect(manifest network, allowed_domains): only an
+//     entry the operator wrote exactly may reach private addresses;
 //   - env: names in both lists;
 //   - memory: the manifest's memory capability and the section's memory = true,
 //     in the skill's own namespace (the memory built-ins share "memory").
@@ -352,7 +353,7 @@ func EffectiveGrants(name string, m *runtime.Manifest, sec config.Skill, lim con
 	if c.FilesWrite {
 		g.Write = union(sec.AllowedDirectories, sec.WriteDirectories)
 	}
-	g.Domains = domain.Intersect(c.Network, sec.AllowedDomains)
+	g.Domains = allow.Intersect(c.Network, sec.AllowedDomains)
 	for _, e := range c.Env {
 		if slices.Contains(sec.Env, e) {
 			g.Env = append(g.Env, e)
