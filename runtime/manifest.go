@@ -11,6 +11,7 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/internal/tomlx"
 )
 
@@ -119,20 +120,39 @@ var (
 // ValidName reports whether s is a valid skill name: [a-z][a-z0-9_]{0,63}.
 func ValidName(s string) bool { return nameRE.MatchString(s) }
 
-// LoadManifest reads and parses a skill.toml file.
+// MaxManifestBytes caps a skill.toml file (a real one, input schema
+// included, is a few KiB).
+const MaxManifestBytes = 1 << 20
+
+// LoadManifest reads and parses a skill.toml file: a regular file of at most
+// MaxManifestBytes of UTF-8 (ReadManifestFile).
 func LoadManifest(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadManifestFile(path)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, errs.Wrap(errs.ErrNotFound, "manifest "+path, err)
-		}
-		return nil, errs.Wrap(errs.ErrConfig, "reading manifest "+path, err)
+		return nil, err
 	}
 	m, err := ParseManifest(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
+}
+
+// ReadManifestFile reads a skill.toml file with bounds: a FIFO, a device or
+// a directory is refused (invalid_input), a file over MaxManifestBytes is
+// too_large, and text that is not UTF-8 is invalid_input, never rewritten.
+func ReadManifestFile(path string) ([]byte, error) {
+	data, err := osfile.ReadBounded(path, MaxManifestBytes)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, errs.Wrap(errs.ErrNotFound, "manifest "+path, err)
+		}
+		return nil, errs.Wrap(errs.ErrConfig, "reading manifest "+path, err)
+	}
+	if err := osfile.CheckUTF8("manifest "+path, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // ParseManifest parses and validates skill.toml. Every unknown key and invalid

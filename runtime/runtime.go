@@ -31,6 +31,8 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/buddy-run/buddy/internal/osfile"
 )
 
 // Defaults of Options.
@@ -161,7 +163,10 @@ func (r *Runtime) worker() {
 	}
 }
 
-// New returns a Runtime. With a CacheDir it creates the directory (0700).
+// New returns a Runtime. With a CacheDir it creates the directory (0700), or
+// refuses an existing one that another user owns or that group or others may
+// write (an errs.ErrConfig error saying how to fix it): wazero runs the native
+// code it finds there.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 2 * goruntime.GOMAXPROCS(0)
@@ -197,11 +202,10 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		instrCache: map[[sha256.Size]byte][]byte{},
 	}
 	if opts.CacheDir != "" {
-		if err := os.MkdirAll(filepath.Join(opts.CacheDir, "wazero"), 0o700); err != nil {
-			return nil, fmt.Errorf("creating cache directory: %w", err)
-		}
-		if err := os.MkdirAll(filepath.Join(opts.CacheDir, "instrumented"), 0o700); err != nil {
-			return nil, fmt.Errorf("creating cache directory: %w", err)
+		for _, d := range []string{opts.CacheDir, filepath.Join(opts.CacheDir, "wazero"), filepath.Join(opts.CacheDir, "instrumented")} {
+			if err := osfile.PrivateDir(d); err != nil {
+				return nil, fmt.Errorf("cache directory: %w", err)
+			}
 		}
 		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(opts.CacheDir, "wazero"))
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/lifecycle"
+	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/runtime"
 )
@@ -79,7 +80,7 @@ func (a *app) gate(e *env, yes bool) *approval.Gate {
 // [skills.NAME] section for the manifest's name grants capabilities, as for an
 // installed skill.
 func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry string, in []byte, raw, yes, stats bool) error {
-	wasm, err := os.ReadFile(path)
+	wasm, err := osfile.ReadBounded(path, lifecycle.MaxModuleBytes)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return errs.Wrap(errs.ErrNotFound, "module file "+path, err)
@@ -165,15 +166,19 @@ func isModuleFile(target string) bool {
 
 // readInput reads --input: inline text, @FILE, or - for stdin.
 func (a *app) readInput(v string) ([]byte, error) {
+	// Bounded, and from a regular file only: a FIFO or /dev/zero named with
+	// @ would hang or exhaust memory. (Whether the bytes must be UTF-8 JSON
+	// is the callee's to say: registry.ValidateInput refuses invalid UTF-8
+	// for a registered skill; a module file takes bytes.)
 	switch {
 	case v == "-":
-		b, err := io.ReadAll(io.LimitReader(a.stdin, runtime.DefaultMaxInputBytes+1))
+		b, err := osfile.ReadAllBounded(a.stdin, runtime.DefaultMaxInputBytes)
 		if err != nil {
 			return nil, errs.Wrap(errs.ErrInvalidInput, "reading input from stdin", err)
 		}
 		return b, nil
 	case strings.HasPrefix(v, "@"):
-		b, err := os.ReadFile(v[1:])
+		b, err := osfile.ReadBounded(v[1:], runtime.DefaultMaxInputBytes)
 		if err != nil {
 			return nil, errs.Wrap(errs.ErrInvalidInput, "reading input file "+v[1:], err)
 		}

@@ -25,6 +25,7 @@ import (
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"
@@ -84,9 +85,9 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("no skill.toml beside %s: pass --manifest FILE", req.WasmPath))
 		}
 	}
-	manifestText, err := os.ReadFile(mpath)
+	manifestText, err := runtime.ReadManifestFile(mpath)
 	if err != nil {
-		return nil, errs.Wrap(errs.ErrConfig, "reading manifest "+mpath, err)
+		return nil, err
 	}
 	m, err := runtime.ParseManifest(manifestText)
 	if err != nil {
@@ -231,9 +232,13 @@ func (in *Installer) owns(path string) bool {
 
 // copyModule writes the module to DataDir/skills/NAME/SHA256.wasm atomically.
 func (in *Installer) copyModule(name, sum string, wasm []byte) (string, error) {
+	// Private (0700, no one else may write): the registry loads modules
+	// from here, and wazero caches native code compiled from them.
 	dir := filepath.Join(in.skillsDir(), name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", errs.Wrap(errs.ErrUnavailable, "creating "+dir, err)
+	for _, d := range []string{in.DataDir, in.skillsDir(), dir} {
+		if err := osfile.PrivateDir(d); err != nil {
+			return "", err
+		}
 	}
 	dest := filepath.Join(dir, sum+".wasm")
 	tmp, err := os.CreateTemp(dir, ".install-*")
@@ -257,23 +262,15 @@ func (in *Installer) copyModule(name, sum string, wasm []byte) (string, error) {
 	return dest, nil
 }
 
+// readModule reads a module file: a regular file (a FIFO or a device is
+// refused, not read) of at most MaxModuleBytes.
 func readModule(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	data, err := osfile.ReadBounded(path, MaxModuleBytes)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, errs.New(errs.ErrNotFound, fmt.Sprintf("module file %s does not exist", path))
 		}
-		return nil, errs.Wrap(errs.ErrInvalidInput, "reading "+path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errs.New(errs.ErrInvalidInput, path+" is not a regular file")
-	}
-	if fi.Size() > MaxModuleBytes {
-		return nil, errs.New(errs.ErrTooLarge, fmt.Sprintf("%s is %d bytes; modules are capped at %d", path, fi.Size(), MaxModuleBytes))
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, errs.Wrap(errs.ErrInvalidInput, "reading "+path, err)
+		return nil, errs.Wrap(errs.ErrInvalidInput, "reading module", err)
 	}
 	return data, nil
 }

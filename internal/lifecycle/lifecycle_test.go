@@ -151,7 +151,6 @@ func TestInstallManifestProblems(t *testing.T) {
 		want     []string
 	}{
 		{name: "no skill.toml beside", want: []string{"no skill.toml beside", "--manifest"}},
-		{name: "--manifest that does not exist", explicit: "missing.toml", want: []string{"missing.toml"}},
 		{name: "TOML syntax error", manifest: "[skill\nname = \"echo\"\n", want: []string{"skill.toml"}},
 		{name: "bad version", manifest: manifest("echo", "one", "read_only", ""), want: []string{"skill.version", "semantic version"}},
 		{name: "unknown key", manifest: manifest("echo", "1.0.0", "read_only", "\n[capabilities]\nnetwrok = [\"example.com\"]\n"),
@@ -175,6 +174,16 @@ func TestInstallManifestProblems(t *testing.T) {
 			e.nothingWritten(t)
 		})
 	}
+}
+
+// TestInstallManifestMissing: a --manifest that does not exist is not_found,
+// as for `skill run --manifest`.
+func TestInstallManifestMissing(t *testing.T) {
+	e := newEnv(t)
+	src := e.module(t, "echo.wasm", "")
+	_, err := e.inst.Install(t.Context(), lifecycle.Request{WasmPath: src, ManifestPath: filepath.Join(t.TempDir(), "missing.toml")})
+	wantKind(t, err, errs.ErrNotFound, "missing.toml")
+	e.nothingWritten(t)
 }
 
 func TestInstallModuleProblems(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/osfile"
 )
 
 // ValidateInput checks a call's input against the subset of JSON Schema that
@@ -18,7 +19,14 @@ import (
 // false. It refuses early, with the property's name, what the guest would
 // otherwise refuse later. Keywords it does not know are ignored: the skill
 // still validates its own input.
+//
+// Input that is not valid UTF-8 is refused: JSON is UTF-8 (RFC 8259), and a
+// decoder would otherwise rewrite the bad bytes to U+FFFD, so the skill would
+// act on text the caller never sent.
 func ValidateInput(schema map[string]any, input []byte) error {
+	if err := osfile.CheckUTF8("input", input); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(input))
 	dec.UseNumber()
 	var v any

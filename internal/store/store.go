@@ -76,6 +76,7 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns/kv"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/osfile"
 )
 
 var (
@@ -170,7 +171,10 @@ type Store struct {
 // Open opens the database at path, creating it (and its parent directory, 0700)
 // if needed, and brings its schema up to date.
 //
-// A new database file is created 0600. Open fails with an errs.ErrConfig error,
+// A new database file is created 0600. An existing directory or file that
+// someone other than the user running buddy (or root) owns or may write is
+// refused with an errs.ErrConfig error saying how to fix it: the database
+// records which module each installed skill runs. Open fails with an errs.ErrConfig error,
 // and leaves the file as it was, when the file is not a SQLite database, is
 // truncated, belongs to another application, or has a schema version newer than
 // this buddy knows.
@@ -179,8 +183,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.ErrConfig, fmt.Sprintf("database path %q", path), err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, errs.Wrap(errs.ErrConfig, "creating the database directory "+filepath.Dir(abs), err)
+	if err := osfile.PrivateDir(filepath.Dir(abs)); err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, "the database directory", err)
 	}
 	unlock, err := setupLock(ctx, abs)
 	if err != nil {
@@ -192,6 +196,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if err := createFile(abs); err != nil {
 		return nil, err
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, "database file "+abs, err)
+	} else if err := osfile.CheckPrivate(abs, fi); err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, "the database file", err)
 	}
 
 	s := &Store{path: abs, opts: opts.withDefaults(), now: time.Now}

@@ -362,8 +362,8 @@ func TestOpenBadPaths(t *testing.T) {
 		needUser bool // root ignores permissions
 		want     string
 	}{
-		{"parent is a file", filepath.Join(notDir, "buddy.db"), false, "creating the database directory"},
-		{"parent of parent is a file", filepath.Join(notDir, "sub", "buddy.db"), false, "creating the database directory"},
+		{"parent is a file", filepath.Join(notDir, "buddy.db"), false, "the database directory: creating directory"},
+		{"parent of parent is a file", filepath.Join(notDir, "sub", "buddy.db"), false, "the database directory: creating directory"},
 		{"read-only parent", filepath.Join(readOnly, "buddy.db"), true, "creating database file"},
 		{"path is a directory", dirAsDB, false, "not a regular file"},
 	}
