@@ -137,7 +137,9 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		select {
 		case o = <-done:
 		case <-time.After(watchdogGrace):
-			o = outcome{err: ctx.Err()}
+			// The guest is still running: its call state is not ours to
+			// read (classify would race with it).
+			return nil, ctxError(ctx, res.Timeout)
 		}
 	}
 	if o.err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/buddy-run/buddy/runtime"
 )
@@ -58,7 +59,8 @@ func TestVars(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			mod := mods[c.entry]
 			if mod == nil {
-				mod = load(t, rt, "hostcalls/vars.wasm", manifest(c.entry, nil), nil)
+				// The fixture copies its input a byte at a time (slow under -race).
+				mod = load(t, rt, "hostcalls/vars.wasm", manifest(c.entry, func(r *runtime.Resources) { r.Timeout = time.Minute }), nil)
 				mods[c.entry] = mod
 			}
 			calls := 1
