@@ -19,18 +19,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/textsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	routeStdLog(os.Stderr, slog.LevelWarn)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -66,13 +69,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return errs.ExitCode(kind)
 }
 
-// detail is the message without a leading repetition of the kind.
+// detail is the message without a leading repetition of the kind, escaped
+// and capped: it may carry a guest's, a manifest's or a server's text.
 func detail(err error, kind errs.Kind) string {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	if s := errs.Sentinel(kind); s != nil {
 		msg = strings.TrimPrefix(msg, s.Error()+": ")
 	}
-	return msg
+	return textsafe.Terminal(msg, maxErrorBytes)
 }
 
 var errHelp = errors.New("help shown")

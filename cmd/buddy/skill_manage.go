@@ -14,6 +14,7 @@ import (
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/lifecycle"
 	"github.com/buddy-run/buddy/internal/registry"
+	"github.com/buddy-run/buddy/internal/textsafe"
 	"github.com/buddy-run/buddy/runtime"
 )
 
@@ -97,7 +98,7 @@ func describeGrants(g hostfns.Grants) string {
 	if len(parts) == 0 {
 		return "nothing"
 	}
-	return strings.Join(parts, "; ")
+	return safe(strings.Join(parts, "; "))
 }
 
 func (a *app) skillList(ctx context.Context, args []string) error {
@@ -137,7 +138,7 @@ func (a *app) skillList(ctx context.Context, args []string) error {
 		if s.Builtin {
 			kind = "built-in"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Manifest.Version, kind, s.Manifest.Permission, s.Approval, s.Status, describeGrants(s.Grants))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(s.Manifest.Version), kind, s.Manifest.Permission, s.Approval, s.Status, describeGrants(s.Grants))
 	}
 	return tw.Flush()
 }
@@ -164,23 +165,24 @@ func (a *app) skillInfo(ctx context.Context, args []string) error {
 	}
 	m := s.Manifest
 	w := a.stdout
-	fmt.Fprintf(w, "%s %s", s.Name, m.Version)
+	// Every manifest field is the skill author's text: escaped, one line each.
+	fmt.Fprintf(w, "%s %s", safe(s.Name), safe(m.Version))
 	if s.Builtin {
 		fmt.Fprint(w, " (built-in)")
 	}
-	fmt.Fprintf(w, "\n  %s\n", m.Description)
+	fmt.Fprintf(w, "\n  %s\n", safe(m.Description))
 	if m.Author != "" {
-		fmt.Fprintf(w, "author:       %s\n", m.Author)
+		fmt.Fprintf(w, "author:       %s\n", safe(m.Author))
 	}
 	fmt.Fprintf(w, "status:       %s\n", s.Status)
 	if s.Problem != nil {
-		fmt.Fprintf(w, "problem:      %v\n", s.Problem)
+		fmt.Fprintf(w, "problem:      %s\n", safe(s.Problem.Error()))
 	}
 	fmt.Fprintf(w, "permission:   %s (approval: %s)\n", m.Permission, s.Approval)
-	fmt.Fprintf(w, "entrypoint:   %s\n", m.Entrypoint)
+	fmt.Fprintf(w, "entrypoint:   %s\n", safe(m.Entrypoint))
 	fmt.Fprintln(w, "declares:")
 	for _, line := range lifecycle.Describe(m)[1:] {
-		fmt.Fprintf(w, "  - %s\n", line)
+		fmt.Fprintf(w, "  - %s\n", safe(line))
 	}
 	fmt.Fprintf(w, "granted:      %s\n", describeGrants(s.Grants))
 	if s.Declared != m.Resources {
@@ -189,10 +191,11 @@ func (a *app) skillInfo(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(w, "sha256:       %s\n", s.SHA256)
 	if s.WasmPath != "" {
-		fmt.Fprintf(w, "module:       %s\n", s.WasmPath)
+		fmt.Fprintf(w, "module:       %s\n", safe(s.WasmPath))
 	}
+	// JSON escapes C0 controls but not C1 or bidi characters.
 	schema, _ := json.MarshalIndent(m.InputSchema, "  ", "  ")
-	fmt.Fprintf(w, "input schema:\n  %s\n", schema)
+	fmt.Fprintf(w, "input schema:\n  %s\n", textsafe.Block(string(schema), maxBlockBytes))
 	return nil
 }
 
@@ -224,7 +227,7 @@ func (a *app) skillInstall(ctx context.Context, args []string) error {
 			}
 			fmt.Fprintln(a.stderr, "This upgrade widens what the skill may do:")
 			for _, w := range widened {
-				fmt.Fprintf(a.stderr, "  - %s\n", w)
+				fmt.Fprintf(a.stderr, "  - %s\n", safe(w))
 			}
 			fmt.Fprint(a.stderr, "Accept? [y/N] ")
 			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
@@ -239,9 +242,9 @@ func (a *app) skillInstall(ctx context.Context, args []string) error {
 	if res.Upgraded {
 		verb = "upgraded " + res.Previous + " →"
 	}
-	fmt.Fprintf(a.stdout, "%s %s %s (sha256 %s)\n", verb, res.Skill.Name, res.Skill.Version, res.Skill.SHA256[:16])
+	fmt.Fprintf(a.stdout, "%s %s %s (sha256 %s)\n", safe(verb), safe(res.Skill.Name), safe(res.Skill.Version), res.Skill.SHA256[:16])
 	for _, line := range lifecycle.Describe(res.Manifest) {
-		fmt.Fprintf(a.stdout, "  - %s\n", line)
+		fmt.Fprintf(a.stdout, "  - %s\n", safe(line))
 	}
 	if sec, ok := e.cfg.Skills[res.Skill.Name]; ok {
 		g := registry.EffectiveGrants(res.Skill.Name, res.Manifest, sec, e.cfg.Limits)
@@ -271,7 +274,7 @@ func (a *app) skillRemove(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "removed %s %s (its memory, if any, is kept)\n", row.Name, row.Version)
+	fmt.Fprintf(a.stdout, "removed %s %s (its memory, if any, is kept)\n", safe(row.Name), safe(row.Version))
 	return nil
 }
 

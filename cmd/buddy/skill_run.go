@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -211,7 +210,7 @@ func (a *app) terminalAsker(yes bool) approval.Asker {
 		if !a.isTerminal() {
 			return false, fmt.Errorf("no terminal to ask for approval of this %s skill; pass --yes to approve", req.Permission)
 		}
-		fmt.Fprintf(a.stderr, "Allow %s %s (%s)? [y/N] ", req.Skill, compact(req.Arguments, 300), req.Permission)
+		fmt.Fprintf(a.stderr, "%s\nAllow? [y/N] ", approval.Describe(req, approval.DefaultWidth))
 		// Read in the background so that the approval timeout and Ctrl-C
 		// end the question even while nobody types.
 		got := make(chan string, 1)
@@ -234,26 +233,4 @@ func (a *app) terminalAsker(yes bool) approval.Asker {
 			return false, fmt.Errorf("no answer in time: %w", ctx.Err())
 		}
 	})
-}
-
-// compact renders JSON arguments on one line, cut to max bytes.
-func compact(raw []byte, max int) string {
-	var buf strings.Builder
-	var v any
-	if json.Unmarshal(raw, &v) == nil {
-		if b, err := json.Marshal(v); err == nil {
-			raw = b
-		}
-	}
-	s := string(raw)
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	for _, r := range s {
-		if r < 0x20 {
-			r = ' '
-		}
-		buf.WriteRune(r)
-	}
-	return buf.String()
 }

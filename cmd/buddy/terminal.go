@@ -1,0 +1,32 @@
+package main
+
+import (
+	"io"
+	"log"
+	"log/slog"
+
+	"github.com/buddy-run/buddy/internal/textsafe"
+)
+
+// Caps on untrusted text the CLI prints (textsafe marks what it cut).
+const (
+	maxFieldBytes = 1024 // one manifest field, grant list or listing cell
+	maxErrorBytes = 8192 // the detail of "error: <kind>: <detail>"
+	maxBlockBytes = 16 << 10
+)
+
+// safe escapes one line of text from a skill, a manifest, a model or
+// upstream for the terminal, capped at maxFieldBytes.
+func safe(s string) string { return textsafe.Terminal(s, maxFieldBytes) }
+
+// routeStdLog sends what the standard library logs with the log package
+// (net/http's "Unsolicited response received on idle HTTP channel", its
+// HTTP/2 diagnostics, go-sdk's progress lines) through slog at debug level to
+// w, shown only at level (never, at the default warn): they would otherwise
+// write upstream bytes to buddy's stderr, in the middle of a prompt. slog's
+// text handler quotes any value that holds a control character.
+func routeStdLog(w io.Writer, level slog.Level) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})))
+	slog.SetLogLoggerLevel(slog.LevelDebug)
+	log.SetFlags(0)
+}
