@@ -187,7 +187,11 @@ func (a *app) readInput(v string) ([]byte, error) {
 }
 
 func (a *app) printResult(res *catalog.Result, stats bool) error {
-	if _, err := a.stdout.Write(res.Output); err != nil {
+	out := res.Output
+	if f, ok := a.stdout.(*os.File); ok && isTerminal(f.Fd()) {
+		out = terminalOutput(out) // a pipe gets the bytes; a person, text
+	}
+	if _, err := a.stdout.Write(out); err != nil {
 		return errs.Wrap(errs.ErrInternal, "writing output", err)
 	}
 	if f, ok := a.stdout.(*os.File); ok && len(res.Output) > 0 && res.Output[len(res.Output)-1] != '\n' && isTerminal(f.Fd()) {

@@ -30,3 +30,13 @@ func routeStdLog(w io.Writer, level slog.Level) {
 	slog.SetLogLoggerLevel(slog.LevelDebug)
 	log.SetFlags(0)
 }
+
+// maxTerminalOutput caps a skill's output shown on a terminal; a pipe or a
+// file gets all of it.
+const maxTerminalOutput = 1 << 20
+
+// terminalOutput is a skill's output as shown on a terminal: its lines and
+// tabs kept, every other control or bidi character escaped, capped.
+func terminalOutput(out []byte) []byte {
+	return []byte(textsafe.Block(string(out), maxTerminalOutput))
+}

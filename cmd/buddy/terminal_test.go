@@ -137,3 +137,17 @@ func TestStdLogRouted(t *testing.T) {
 	}
 	assertShown(t, "the routed log", strings.TrimSuffix(out, "\n"))
 }
+
+// TestTerminalOutput: a skill's output, when stdout is a terminal, keeps its
+// lines and loses its escapes.
+func TestTerminalOutput(t *testing.T) {
+	got := string(terminalOutput([]byte("{\"a\":\n\t\"\x1b]0;x\x07\u202e\"}\r")))
+	if want := "{\"a\":\n\t\"\\x1b]0;x\\x07\\u202e\"}\\r"; got != want {
+		t.Errorf("terminalOutput = %q, want %q", got, want)
+	}
+	big := terminalOutput(bytes.Repeat([]byte("\x9b"), 4<<20))
+	assertShown(t, "the output", string(big))
+	if len(big) > maxTerminalOutput+64 {
+		t.Errorf("%d bytes shown", len(big))
+	}
+}
