@@ -80,6 +80,12 @@ func TestDescribe(t *testing.T) {
 			want: []string{`path: "a"  (key given more than once: the skill may read any of them)`,
 				`PATH: "b"  (key given more than once: the skill may read any of them)`},
 		},
+		{
+			name: "Unicode case-folded twins are flagged and are targets",
+			args: `{"src":"a","ſrc":"b"}`,
+			want: []string{`src: "a"  (key given more than once: the skill may read any of them)`,
+				"ſrc: \"b\"  (key given more than once: the skill may read any of them)"},
+		},
 		{name: "string input", args: `"hello"`, want: []string{`input: "hello"`}},
 		{name: "number input", args: `42`, want: []string{`input: 42`}},
 		{name: "array input", args: `["a",true,null]`, want: []string{`input[0]: "a"`, `input[1]: true`, `input[2]: null`}},
