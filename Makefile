@@ -1,11 +1,12 @@
 # buddy — the two commands are `make run` and `make test` (README).
 #
-#   make run       build buddy and start it on its embedded defaults
+#   make run       build buddy and serve it on its embedded defaults (prints the page address)
 #   make test      everything the project checks (what CI runs)
 #   make build     bin/buddy
 #   make builtins  rebuild builtins-wasm/ from builtins-src/ with TinyGo
 #   make fixtures  rebuild runtime/testdata/*.wasm from their .wat
 #   make bench     benchmarks with real counts (results: docs/BENCHMARKS.md)
+#   make load      buddy serve under LOAD_SESSIONS WebSocket sessions on loopback (docs/BENCHMARKS.md)
 #   make fuzz      every fuzz target for FUZZTIME each
 #   make check     gofmt, go mod tidy, generated files; then git diff --exit-code
 #   make lint      go vet and gofmt on every module
@@ -17,14 +18,16 @@ BIN := bin/buddy
 FUZZTIME ?= 60s
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
+LOAD_SESSIONS ?= 1000
+LOAD_RATE ?= 100
 # Nested modules: ./... in the root skips them.
 GUEST_MODULES := skillkit builtins-src
 
 .PHONY: run build test test-go test-guests tools builtins builtins-check fixtures fixtures-check \
-	templates-check bench bench-once fuzz check lint clean
+	templates-check bench bench-once load fuzz check lint clean
 
 run: build
-	./$(BIN) skill list
+	./$(BIN) serve
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/buddy
@@ -52,6 +55,13 @@ test-guests:
 # Every benchmark once, so none can rot; real numbers come from `make bench`.
 bench-once:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 15m ./...
+
+# buddy serve under load: LOAD_SESSIONS concurrent WebSocket sessions on
+# loopback, each invoking write_file under approval "always" and approving it
+# (cmd/buddy/e2e_load_test.go; `make test` runs it with 50 sessions).
+load:
+	BUDDY_LOAD_SESSIONS=$(LOAD_SESSIONS) BUDDY_LOAD_RATE=$(LOAD_RATE) \
+		$(GO) test -count=1 -run '^TestLoad$$' -v -timeout 10m ./cmd/buddy/
 
 builtins:
 	scripts/build-builtins.sh

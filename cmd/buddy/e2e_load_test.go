@@ -1,0 +1,294 @@
+//go:build unix
+
+package main_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Load test of `buddy serve` (docs/BENCHMARKS.md, `make load`): N
+// concurrent authenticated WebSocket sessions against the built binary on
+// loopback, each invoking write_file under approval "always" and approving
+// it, first all at once (burst), then paced at BUDDY_LOAD_RATE invocations/s.
+// `make test` runs it with 50 sessions; `make load` with 1,000
+// (BUDDY_LOAD_SESSIONS). It fails on any error and reports the approval
+// round trip, invocations/s and the server's RSS; the targets are for the
+// reader of docs/BENCHMARKS.md to judge, not assertions (a shared 2-core
+// machine under -race would make them flaky).
+
+const (
+	defaultLoadSessions = 50
+	maxLoadSessions     = 5000 // bounded: loopback, and fds on both ends
+	loadCallsPerSession = 1
+	defaultLoadRate     = 100 // invocations/s of the paced phase
+	loadDeadline        = 5 * time.Minute
+)
+
+// envInt reads a positive integer from the environment.
+func envInt(t *testing.T, name string, def, max int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		t.Fatalf("%s=%q: want an integer in 1..%d", name, v, max)
+	}
+	return n
+}
+
+// procKB reads a "Name: N kB" field of /proc/PID/status.
+func procKB(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("reading the server's memory: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %q", field, line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/proc/%d/status has no %s", pid, field)
+	return 0
+}
+
+func mib(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// TestLoad: N sessions connect (authenticated), then invoke write_file
+// (approval "always"), approving every request as soon as it arrives: a burst
+// phase (all at once) and a paced phase. The approval round trip is
+// approval_request received → approve sent → tool_result received, minus the
+// call's own duration_ms.
+func TestLoad(t *testing.T) {
+	if testing.Short() || buddyBin == "" {
+		t.Skip("-short: the load test runs the buddy binary")
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("the load test reads the server's RSS from /proc")
+	}
+	n := envInt(t, "BUDDY_LOAD_SESSIONS", defaultLoadSessions, maxLoadSessions)
+	rate := envInt(t, "BUDDY_LOAD_RATE", defaultLoadRate, 100_000)
+	s := newSandbox(t)
+	cfg, files := serveConfig(t, s, "always")
+	// Room for every session, whatever the default.
+	write(t, cfg, writeConfig(files, "always")+fmt.Sprintf("\n[server]\nmax_connections = %d\n", n+16))
+	sv := startServe(t, s, "--config", cfg)
+	pid := sv.cmd.Process.Pid
+	time.Sleep(200 * time.Millisecond)
+	idle := procKB(t, pid, "VmRSS")
+
+	// One call first, outside the figures: the first call of a skill
+	// compiles its module (the cold start is BenchmarkColdStart's figure).
+	warm := sv.mustDial(t)
+	warm.invoke("write_file", map[string]any{"path": "warm.txt", "content": "warm"})
+	req, _ := warm.until("approval_request")
+	warm.send(map[string]any{"type": "approve", "approval_id": req.str("id"), "approved": true})
+	if res, _ := warm.until("tool_result"); res["ok"] != true {
+		t.Fatalf("warm-up call: %v", res)
+	}
+	warm.ws.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), loadDeadline)
+	defer cancel()
+
+	// Connect every session, 64 dials at a time.
+	conns := make([]*wsConn, n)
+	dialErrs := make([]error, n)
+	slots := make(chan struct{}, 64)
+	var dials sync.WaitGroup
+	for i := range conns {
+		dials.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			c, _, err := sv.dial(t, sv.token)
+			if err != nil {
+				dialErrs[i] = fmt.Errorf("session %d: dial: %w", i, err)
+			}
+			conns[i] = c
+		})
+	}
+	dials.Wait()
+	if err := errors.Join(dialErrs...); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	connected := procKB(t, pid, "VmRSS")
+
+	// Sample the server's RSS while the sessions work.
+	var peak atomic.Int64
+	peak.Store(connected)
+	sampling, stopSampling := context.WithCancel(ctx)
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for sampling.Err() == nil {
+			if kb := procKB(t, pid, "VmRSS"); kb > peak.Load() {
+				peak.Store(kb)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
+	convs := make([]string, n) // each session's conversation, once created
+	burst := runLoadPhase(ctx, conns, convs, 0)
+	paced := runLoadPhase(ctx, conns, convs, rate)
+	stopSampling()
+	sampler.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the load did not finish within %s", loadDeadline)
+	}
+	for _, c := range conns {
+		c.ws.Close()
+	}
+	hwm := procKB(t, pid, "VmHWM")
+
+	sv.signal(t, syscall.SIGTERM)
+	select {
+	case <-sv.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not stop within 30s of SIGTERM")
+	}
+	if sv.err != nil {
+		t.Errorf("server exit: %v", sv.err)
+	}
+
+	want := n * loadCallsPerSession
+	for _, ph := range []*loadPhase{burst, paced} {
+		if len(ph.errs) > 0 {
+			t.Fatalf("%d sessions failed, e.g.:\n%s", len(ph.errs), strings.Join(ph.errs, "\n"))
+		}
+		if len(ph.rtts) != want {
+			t.Fatalf("%d round trips, want %d", len(ph.rtts), want)
+		}
+	}
+	written, _ := filepath.Glob(filepath.Join(files, "load-*.txt"))
+	if len(written) != 2*want {
+		t.Fatalf("%d files written, want %d", len(written), 2*want)
+	}
+	t.Logf(`load: %d sessions, each %d write_file calls (approval "always") per phase, 0 errors
+  burst (all sessions at once)  %s
+  paced (%d invocations/s)      %s
+  server RSS  idle %s, %d sessions connected %s, peak sampled %s, VmHWM %s`,
+		n, loadCallsPerSession, burst, rate, paced,
+		mib(idle), n, mib(connected), mib(peak.Load()), mib(hwm))
+}
+
+// loadPhase is what one phase of TestLoad measured.
+type loadPhase struct {
+	rtts    []time.Duration // sorted
+	elapsed time.Duration
+	errs    []string
+}
+
+func (p *loadPhase) String() string {
+	if len(p.rtts) == 0 {
+		return "no calls"
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+	return fmt.Sprintf("approval round trip p50 %s  p99 %s  max %s;  %.0f invocations/s (%d in %s)",
+		ms(percentile(p.rtts, 0.50)), ms(percentile(p.rtts, 0.99)), ms(p.rtts[len(p.rtts)-1]),
+		float64(len(p.rtts))/p.elapsed.Seconds(), len(p.rtts), p.elapsed.Round(time.Millisecond))
+}
+
+// runLoadPhase has every session make loadCallsPerSession calls in its
+// conversation, approving each request on arrival. rate 0 starts every
+// session at once; otherwise the calls start rate per second, spread evenly
+// across the sessions (an open loop well below capacity: the round trip
+// without queueing).
+func runLoadPhase(ctx context.Context, conns []*wsConn, convs []string, rate int) *loadPhase {
+	var (
+		mu sync.Mutex
+		ph loadPhase
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ph.errs) < 20 {
+			ph.errs = append(ph.errs, fmt.Sprintf(format, args...))
+		}
+	}
+	n := len(conns)
+	deadline, _ := ctx.Deadline()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			for k := range loadCallsPerSession {
+				if rate > 0 {
+					at := start.Add(time.Duration(float64(k*n+i) / float64(rate) * float64(time.Second)))
+					time.Sleep(time.Until(at))
+				}
+				inv := map[string]any{"type": "invoke", "skill": "write_file",
+					"arguments": map[string]any{"path": fmt.Sprintf("load-%d-%d-%d.txt", rate, i, k), "content": "load"}}
+				if convs[i] != "" {
+					inv["conversation_id"] = convs[i]
+				}
+				if err := c.ws.WriteJSON(inv); err != nil {
+					fail("session %d: invoke: %v", i, err)
+					return
+				}
+				var asked time.Time
+				for done := false; !done; {
+					f, err := c.next(time.Until(deadline))
+					if err != nil {
+						fail("session %d: reading: %v", i, err)
+						return
+					}
+					switch f.str("type") {
+					case "conversation":
+						convs[i] = f.str("conversation_id")
+					case "approval_request":
+						asked = time.Now()
+						if err := c.ws.WriteJSON(map[string]any{"type": "approve", "approval_id": f.str("id"), "approved": true}); err != nil {
+							fail("session %d: approve: %v", i, err)
+							return
+						}
+					case "error":
+						fail("session %d: error frame %v", i, f)
+						return
+					case "tool_result":
+						if f["ok"] != true || asked.IsZero() {
+							fail("session %d: tool_result %v (asked: %v)", i, f, !asked.IsZero())
+							return
+						}
+						dur, _ := f["duration_ms"].(float64)
+						rtt := time.Since(asked) - time.Duration(dur*float64(time.Millisecond))
+						mu.Lock()
+						ph.rtts = append(ph.rtts, rtt)
+						mu.Unlock()
+						done = true
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ph.elapsed = time.Since(start)
+	slices.Sort(ph.rtts)
+	return &ph
+}
