@@ -15,9 +15,10 @@ import (
 // Conversations, their messages, the approvals asked in them and the audit log
 // of skill invocations: what `buddy serve` keeps across restarts (schema v2).
 //
-// Every write is one committed, fsynced transaction: an ID returned by
-// AppendMessage or AppendAudit, or a nil error from any of the writes, means the
-// row survives a kill -9 of the process. A write that concerns a conversation
+// Every write is committed and fsynced before it returns (concurrent ones share
+// a transaction: see batch.go): an ID returned by AppendMessage or AppendAudit,
+// or a nil error from any of the writes, means the row survives a kill -9 of the
+// process. A write that concerns a conversation
 // moves its UpdatedAt forward (never back), so ListConversations shows the
 // latest activity first.
 
@@ -248,7 +249,7 @@ func (s *Store) CreateConversation(ctx context.Context, c Conversation) error {
 		c.UpdatedAt = c.CreatedAt
 	}
 	op := fmt.Sprintf("creating conversation %q", c.ID)
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, title, created_at, updated_at, ended_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			c.ID, capText(c.Title, MaxTitleBytes), unixNanos(c.CreatedAt), unixNanos(c.UpdatedAt), nullTime(c.EndedAt))
@@ -311,7 +312,7 @@ func (s *Store) EndConversation(ctx context.Context, id string, at time.Time) er
 		at = s.now()
 	}
 	op := fmt.Sprintf("ending conversation %q", id)
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE conversations SET ended_at = coalesce(ended_at, ?) WHERE id = ?`, unixNanos(at), id)
 		return affectedOne(ctx, op, res, err, "conversation %q", id)
 	})
@@ -348,7 +349,7 @@ func (s *Store) AppendMessage(ctx context.Context, m Message) (int64, error) {
 	}
 	op := fmt.Sprintf("appending a message to conversation %q", m.Conversation)
 	var id int64
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
 		if ok, err := touch(ctx, tx, op, m.Conversation, m.CreatedAt); err != nil {
 			return err
 		} else if !ok {
@@ -451,7 +452,7 @@ func (s *Store) InsertApproval(ctx context.Context, a Approval) error {
 		}
 	}
 	op := fmt.Sprintf("recording approval %q", a.ID)
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
 		if ok, err := touch(ctx, tx, op, a.Conversation, a.RequestedAt); err != nil {
 			return err
 		} else if !ok {
@@ -492,7 +493,7 @@ func (s *Store) DecideApproval(ctx context.Context, id, status, decidedBy string
 	}
 	op := fmt.Sprintf("deciding approval %q", id)
 	var late *DecidedError
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
 		var conv, cur, by string
 		var expires, decided sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT conversation, status, decided_by, expires_at, decided_at
@@ -576,7 +577,7 @@ func (s *Store) ExpirePendingApprovals(ctx context.Context, at time.Time) (int, 
 	}
 	op := "expiring pending approvals"
 	var n int64
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?
 			WHERE status = 'pending'`, ApprovalExpired, DecidedByTimeout, unixNanos(at))
 		if err != nil {
@@ -607,7 +608,7 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
 	}
 	op := fmt.Sprintf("auditing a call of skill %q", e.Skill)
 	var id int64
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
 		if e.Conversation != "" {
 			if _, err := touch(ctx, tx, op, e.Conversation, e.Time); err != nil {
 				return err

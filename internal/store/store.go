@@ -166,6 +166,7 @@ type Store struct {
 	writer *sql.DB // one connection; BEGIN IMMEDIATE
 	reader *sql.DB // query_only connections
 	now    func() time.Time
+	batch  batcher // writes waiting for a group commit (batch.go)
 }
 
 // Open opens the database at path, creating it (and its parent directory, 0700)
