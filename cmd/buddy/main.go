@@ -94,8 +94,9 @@ Usage:
   buddy token [--rotate]              print (or replace) the server's token
   buddy version
 
-Every command takes --config FILE (else $BUDDY_CONFIG, ./buddy.toml,
-$XDG_CONFIG_HOME/buddy/buddy.toml, or the embedded defaults).
+Every command takes --config FILE (else $BUDDY_CONFIG,
+$XDG_CONFIG_HOME/buddy/buddy.toml, or the embedded defaults; ./buddy.toml
+only when named).
 On failure: "error: <kind>: <detail>" on stderr and the kind's exit code.
 `
 
