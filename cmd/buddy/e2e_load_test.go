@@ -190,7 +190,7 @@ func TestLoad(t *testing.T) {
 	if len(written) != 2*want {
 		t.Fatalf("%d files written, want %d", len(written), 2*want)
 	}
-	t.Logf(`load: %d sessions, each %d write_file calls (approval "always") per phase, 0 errors
+	t.Logf(`load: %d sessions × %d write_file call(s) per phase (approval "always"), 0 errors
   burst (all sessions at once)  %s
   paced (%d invocations/s)      %s
   server RSS  idle %s, %d sessions connected %s, peak sampled %s, VmHWM %s`,
