@@ -71,7 +71,9 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 // the registry, asking on the terminal. Every CLI call is its own
 // conversation, so "once" asks every time.
 func (a *app) gate(e *env, yes bool) *approval.Gate {
-	return approval.New(e.reg, approval.Options{Asker: a.terminalAsker(yes), Timeout: e.cfg.Approval.Timeout})
+	return approval.New(e.reg, approval.Options{
+		Asker: a.terminalAsker(yes), Timeout: e.cfg.Approval.Timeout, Record: auditRecorder(e.st, nil),
+	})
 }
 
 // runFile runs a module file: its manifest is --manifest, or a skill.toml
@@ -105,7 +107,7 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 	if _, err := runtime.Inspect(ctx, wasm, m); err != nil {
 		return err
 	}
-	e, err := a.openEnv(ctx, configFlag, m.Capabilities.Memory, false)
+	e, err := a.openEnv(ctx, configFlag, m.Capabilities.Memory, true)
 	if err != nil {
 		return err
 	}

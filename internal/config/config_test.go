@@ -191,6 +191,7 @@ func TestServerProviderUnaffectedBySkills(t *testing.T) {
 		AllowedOrigins:  []string{"https://chat.example.com", "http://localhost:3000"},
 		MaxMessageBytes: 65536,
 		WriteTimeout:    3 * time.Second,
+		MaxConnections:  DefaultMaxConnections,
 	}
 	wantProvider := Provider{Kind: "anthropic", BaseURL: "https://api.anthropic.com", Model: "claude-x",
 		APIKeyEnv: "ANTHROPIC_API_KEY", Timeout: 90 * time.Second, MaxIterations: 4}
@@ -511,7 +512,7 @@ func TestDefaults(t *testing.T) {
 	check := func(t *testing.T, c *Config, dataDir string) {
 		t.Helper()
 		want := Config{
-			Server:   Server{Listen: DefaultListen, TokenFile: filepath.Join(dataDir, "token"), MaxMessageBytes: 1 << 20, WriteTimeout: 10 * time.Second},
+			Server:   Server{Listen: DefaultListen, TokenFile: filepath.Join(dataDir, "token"), MaxMessageBytes: 1 << 20, WriteTimeout: 10 * time.Second, MaxConnections: DefaultMaxConnections},
 			Provider: Provider{Timeout: 2 * time.Minute, MaxIterations: 10},
 			Storage:  Storage{DataDir: dataDir, Path: filepath.Join(dataDir, "buddy.db")},
 			Limits: Limits{MaxFuel: 1e10, MaxMemoryMB: 256, MaxTimeout: 5 * time.Minute, MaxConcurrent: 2 * goruntime.GOMAXPROCS(0),

@@ -475,8 +475,9 @@ func (r *Registry) load(ctx context.Context, s *Skill) (*runtime.Module, error) 
 		return s.mod, nil
 	}
 	wasm := s.wasm
-	if !s.Builtin {
-		// The sha256 is checked at every load, not only at install.
+	if !s.Builtin && s.wasm == nil {
+		// An installed skill: the sha256 is checked at every load, not only
+		// at install. (A module file given on the command line is in memory.)
 		data, err := r.verify(s)
 		if err != nil {
 			s.fail(StatusVerificationFailed, err)
