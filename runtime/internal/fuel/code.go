@@ -129,7 +129,8 @@ type codeGen struct {
 	fuelLocal, scratchLocal uint32
 
 	targets  uint64 // br_table targets in this function
-	depthSum uint64
+	depthSum uint64 // weight of the metered blocks started since weigh
+	fnWeight uint64 // nesting weight of this function
 }
 
 // weigh adds the depth of a block opening, and of the metered blocks started
@@ -138,9 +139,20 @@ type codeGen struct {
 // times their depth (4,000 nested loops took 4 s to compile once metered,
 // 8,000 took 20 s), which MaxNesting alone bounds only per block.
 func (g *codeGen) weigh(r *reader, off int) error {
-	g.m.depthSum += g.depthSum + uint64(len(g.frames))
+	w := g.depthSum + g.outDepth()
 	g.depthSum = 0
+	g.fnWeight += w
+	g.m.depthSum += w
+	if err := r.checkLimit(off, g.fnWeight, MaxFunctionNestingWeight, "nesting weight (blocks times their depth) of the function", "MaxFunctionNestingWeight"); err != nil {
+		return err
+	}
 	return r.checkLimit(off, g.m.depthSum, MaxNestingWeight, "nesting weight (blocks times their depth) of the module", "MaxNestingWeight")
+}
+
+// outDepth is the nesting depth in the output: a metered loop is wrapped in
+// three more structures.
+func (g *codeGen) outDepth() uint64 {
+	return uint64(len(g.frames) + 3*g.frames[len(g.frames)-1].wrappedUp)
 }
 
 // brTargets counts the n targets of a br_table against MaxBrTableTargets
@@ -538,7 +550,7 @@ func (g *codeGen) newBlock(pos int) {
 }
 
 func (g *codeGen) newBlockMode(pos int, mode uint8) {
-	g.depthSum += uint64(len(g.frames))
+	g.depthSum += g.outDepth()
 	g.blocks = append(g.blocks, meteredBlock{dead: g.dead, mode: mode})
 	g.cur = int32(len(g.blocks) - 1)
 	if !g.dead {
@@ -680,6 +692,7 @@ func (g *codeGen) analyze(r *reader, numLocals uint32) error {
 	g.scratch = false
 	g.targets = 0
 	g.depthSum = 0
+	g.fnWeight = 0
 	g.newBlock(r.pos)
 	for {
 		if r.pos >= r.end {

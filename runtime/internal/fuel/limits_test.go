@@ -23,18 +23,20 @@ func tablesModule(n int, min uint32) []byte {
 	return m.bytes()
 }
 
-// nested returns a function body of n nested structures of kind op (with a
-// br_if to the outermost label in each, which is what makes metered code
-// costly to compile).
-func nestedModule(n int, op byte) []byte {
+// nested returns a function body of n nested structures of kind op, with a
+// br_if to the outermost label in each if branches (which is what makes
+// metered code costly to compile).
+func nestedModule(n int, op byte, branches bool) []byte {
 	var body []byte
 	for i := 0; i < n; i++ {
 		if op == opIf {
 			body = append(body, lget(0)...)
 		}
 		body = append(body, op, blockEmpty)
-		body = append(body, lget(0)...)
-		body = append(body, brIf(uint32(i))...)
+		if branches {
+			body = append(body, lget(0)...)
+			body = append(body, brIf(uint32(i))...)
+		}
 	}
 	for i := 0; i < n; i++ {
 		body = append(body, opEnd)
@@ -142,17 +144,19 @@ func limitCases() []limitCase {
 		{"data segments over the cap", func() []byte { return dataModule(MaxDataSegments + 1) }, ErrTooLarge, "MaxDataSegments"},
 		{"function body over the cap", func() []byte { return bodyModule(MaxBodyBytes) }, ErrTooLarge, "MaxBodyBytes"},
 		{"module over the cap", func() []byte { return bodyModule(MaxModuleBytes) }, ErrTooLarge, "MaxModuleBytes"},
-		{"8,000 nested blocks", func() []byte { return nestedModule(8000, opBlock) }, ErrTooLarge, "MaxNesting"},
-		{"8,000 nested loops", func() []byte { return nestedModule(8000, opLoop) }, ErrTooLarge, "MaxNesting"},
-		{"8,000 nested ifs", func() []byte { return nestedModule(8000, opIf) }, ErrTooLarge, "MaxNesting"},
-		{"nesting at the cap", func() []byte { return nestedModule(MaxNesting, opBlock) }, nil, ""},
-		{"many functions nested at the cap", func() []byte {
+		{"8,000 nested blocks", func() []byte { return nestedModule(8000, opBlock, false) }, ErrTooLarge, "MaxNesting"},
+		{"nesting at the cap", func() []byte { return nestedModule(MaxNesting, opBlock, false) }, nil, ""},
+		{"8,000 nested blocks with branches", func() []byte { return nestedModule(8000, opBlock, true) }, ErrTooLarge, "MaxFunctionNestingWeight"},
+		{"2,000 nested loops with branches", func() []byte { return nestedModule(2000, opLoop, true) }, ErrTooLarge, "MaxFunctionNestingWeight"},
+		{"3,000 nested ifs with branches", func() []byte { return nestedModule(3000, opIf, true) }, ErrTooLarge, "MaxFunctionNestingWeight"},
+		{"1,000 nested loops with branches", func() []byte { return nestedModule(1000, opLoop, true) }, nil, ""},
+		{"many functions of 700 nested loops", func() []byte {
 			m := &wmod{}
 			var body []byte
-			for i := 0; i < MaxNesting; i++ {
+			for i := 0; i < 700; i++ {
 				body = append(body, opLoop, blockEmpty)
 			}
-			body = append(body, bytes.Repeat([]byte{opEnd}, MaxNesting)...)
+			body = append(body, bytes.Repeat([]byte{opEnd}, 700)...)
 			for i := 0; i < 20; i++ {
 				m.fn(ft(nil, nil), nil, body)
 			}
@@ -199,7 +203,7 @@ func TestHostileModulesFailFast(t *testing.T) {
 	cases := map[string][]byte{
 		"1,000 tables of 2^27": tablesModule(1000, 1<<27),
 		"10^6 globals":         globalsModule(1_000_000),
-		"8,000 nested blocks":  nestedModule(8000, opBlock),
+		"8,000 nested blocks":  nestedModule(8000, opBlock, false),
 		"br_table of 200,000":  brTableModule(200_000, 1, 1),
 	}
 	for name, wasm := range cases {
