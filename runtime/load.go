@@ -153,15 +153,25 @@ func Inspect(ctx context.Context, wasm []byte, m *Manifest) (*Info, error) {
 	if err := checkPermission(fi, m.Permission); err != nil {
 		return nil, err
 	}
-	// Full validation, as Load does before instrumenting. The interpreter
-	// validates without generating native code.
-	v := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(api.CoreFeaturesV2).WithDebugInfoEnabled(false))
-	defer v.Close(ctx)
-	cm, err := v.CompileModule(ctx, wasm)
-	if err != nil {
-		return nil, &ModuleError{Detail: "invalid module", Err: err}
+	if err := checkMemory(fi, m); err != nil {
+		return nil, err
 	}
-	cm.Close(ctx)
+	// Full validation, as Load does before instrumenting. The interpreter
+	// validates without generating native code. It does not watch ctx, so
+	// it runs apart and is abandoned if ctx ends first.
+	_, err = cancellable(ctx, func() (struct{}, error) {
+		bg := context.WithoutCancel(ctx)
+		v := wazero.NewRuntimeWithConfig(bg, wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(api.CoreFeaturesV2).WithDebugInfoEnabled(false))
+		defer v.Close(bg)
+		cm, err := v.CompileModule(ctx, wasm)
+		if err != nil {
+			return struct{}{}, &ModuleError{Detail: "invalid module", Err: err}
+		}
+		return struct{}{}, cm.Close(bg)
+	}, func(struct{}) {})
+	if err != nil {
+		return nil, err
+	}
 	return newInfo(wasm, fi), nil
 }
 
@@ -218,6 +228,9 @@ func inspect(wasm []byte) (*fuel.Info, error) {
 	}
 	fi, err := fuel.Inspect(wasm)
 	if err != nil {
+		if le := limitError(err); le != nil {
+			return nil, le
+		}
 		return nil, &ModuleError{Detail: "malformed module", Err: err}
 	}
 	return fi, nil
@@ -519,7 +532,16 @@ type Spec struct {
 // Extism kernel (without its HTTP functions), WASI, and the host functions in
 // spec.Host; anything else is refused with an *ImportError naming the import.
 // Compilation happens once; every Call gets a fresh instance.
+//
+// Load returns as soon as ctx ends, with an error of kind canceled or
+// timeout, even mid-compile; the compile then stops at its next function
+// (Close waits for that) and what it made is released.
 func (r *Runtime) Load(ctx context.Context, wasm []byte, spec Spec) (*Module, error) {
+	return cancellable(ctx, func() (*Module, error) { return r.load(ctx, wasm, spec) },
+		func(m *Module) { _ = m.Close(context.WithoutCancel(ctx)) })
+}
+
+func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, error) {
 	r.life.RLock()
 	defer r.life.RUnlock()
 	r.mu.Lock()
@@ -566,8 +588,8 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		return nil, err
 	}
 	maxPages := m.Resources.MaxPages()
-	if fi.MemoryMin > uint64(maxPages) {
-		return nil, &MemoryError{Detail: fmt.Sprintf("module needs %d pages (%d MiB) of memory at start", fi.MemoryMin, fi.MemoryMin/16), CapMB: m.Resources.MemoryMB}
+	if err := checkMemory(fi, m); err != nil {
+		return nil, err
 	}
 	code, err := r.instrumented(ctx, wasm)
 	if err != nil {
@@ -581,7 +603,7 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		ready:    make(chan *instance, max(r.opts.Prepared, 0)),
 	}
 	funcs = append(funcs, mod.meterFunctions()...)
-	cp, err := extism.NewCompiledPlugin(withHostCallListeners(ctx), extism.Manifest{
+	cp, err := extism.NewCompiledPlugin(compileContext(withHostCallListeners(ctx)), extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: code, Name: "main"}},
 		Memory: &extism.ManifestMemory{
 			MaxPages: maxPages,

@@ -373,7 +373,7 @@ func TestLoadRefusals(t *testing.T) {
 		{"import_memory.wasm", runtime.ErrInvalidInput, "memory import"},
 		{"bad_sig.wasm", runtime.ErrInvalidInput, "signature mismatch"},
 		{"bigmem.wasm", runtime.ErrMemoryLimit, "1000 pages"},
-		{"global_reset.wasm", runtime.ErrInvalidInput, "invalid"},
+		{"global_reset.wasm", runtime.ErrInvalidInput, "global index 1 out of range"},
 		{"notwasm.wasm", runtime.ErrInvalidInput, "not a WebAssembly module"},
 		{"truncated.wasm", runtime.ErrInvalidInput, "malformed"},
 		{"sleep.wasm", runtime.ErrForbidden, "imports buddy:test.sleep, not granted"},
