@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"context"
 	"flag"
 	"fmt"
@@ -98,6 +100,12 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 		return errs.New(errs.ErrForbidden, fmt.Sprintf("%s: skill name %q belongs to a built-in; rename it in skill.toml", path, m.Name))
 	}
 	m = withEntry(m, entry)
+	// A module file has always taken bytes (Extism plugins do): plain --input
+	// that is not a JSON object (or none) goes through as raw input when the manifest
+	// declares no schema.
+	if !raw && !isJSONObject(in) && rawInputAllowed(path, m) == nil {
+		raw = true
+	}
 	if raw {
 		if err := rawInputAllowed(path, m); err != nil {
 			return err
@@ -239,4 +247,10 @@ func (a *app) terminalAsker(yes bool) approval.Asker {
 			return false, fmt.Errorf("no answer in time: %w", ctx.Err())
 		}
 	})
+}
+
+// isJSONObject reports whether in is one JSON object.
+func isJSONObject(in []byte) bool {
+	t := bytes.TrimSpace(in)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
