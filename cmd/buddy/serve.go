@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/registry"
@@ -60,6 +61,10 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		log.Info("expired approvals left pending by the last run", "count", n)
 	}
 
+	provider, err := newProvider(cfg.Provider)
+	if err != nil {
+		return err
+	}
 	live := registry.NewLive(e.reg)
 	e.reg = nil // the live catalog owns it now
 	defer live.Close(context.WithoutCancel(ctx))
@@ -69,6 +74,16 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Store: e.st,
 		NewGate: func(asker approval.Asker) server.Gate {
 			return approval.New(live, approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(e.st, log)})
+		},
+		NewAgent: func(gate server.Gate) server.Agent {
+			if provider == nil {
+				return nil
+			}
+			return agent.New(agent.Options{
+				Provider: provider, Skills: gate, History: e.st, Logger: log,
+				SystemPrompt: cfg.Provider.SystemPrompt, MaxIterations: cfg.Provider.MaxIterations,
+				NewCallID: func() string { return server.NewCallID() },
+			})
 		},
 		AllowedOrigins:  cfg.Server.AllowedOrigins,
 		AllowedHosts:    cfg.Server.AllowedHosts,
@@ -97,7 +112,10 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	addr := ln.Addr().String()
 	fmt.Fprintf(a.stdout, "buddy is serving on http://%s/\nopen the page: http://%s/#token=%s\n", addr, addr, tok)
-	log.Info("serving", "listen", addr, "config", cfg.Path, "skills", len(live.Current().Skills()))
+	log.Info("serving", "listen", addr, "config", cfg.Path, "skills", len(live.Current().Skills()), "provider", cfg.Provider.Kind, "model", cfg.Provider.Model)
+	if provider == nil {
+		log.Info("no LLM provider configured: send answers with a config error; skills can still be invoked (add [provider] to buddy.toml)")
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()

@@ -77,6 +77,12 @@ type Provider struct {
 	APIKeyEnv     string // name of the environment variable holding the key
 	Timeout       time.Duration
 	MaxIterations int
+	// Temperature is sent when set (0–2).
+	Temperature *float64
+	// MaxTokens caps an answer; 0 = the provider's default (anthropic: 4096).
+	MaxTokens int64
+	// SystemPrompt replaces the built-in system prompt when not "".
+	SystemPrompt string
 }
 
 // Storage is [storage].
@@ -134,6 +140,10 @@ const (
 	DefaultApprovalTimeout = 60 * time.Second
 	DefaultProviderTimeout = 2 * time.Minute
 	DefaultMaxIterations   = 10
+	// Base URLs when [provider] base_url is left out: each SDK's own form
+	// (openai's ends in /v1, anthropic's is the API root).
+	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
 	// MaxFileBytes caps buddy.toml (a real one is a few KiB).
 	MaxFileBytes = 1 << 20
 )
@@ -151,12 +161,15 @@ type file struct {
 		MaxConnections  *int64   `toml:"max_connections"`
 	} `toml:"server"`
 	Provider *struct {
-		Kind          *string `toml:"kind"`
-		BaseURL       *string `toml:"base_url"`
-		Model         *string `toml:"model"`
-		APIKeyEnv     *string `toml:"api_key_env"`
-		Timeout       *string `toml:"timeout"`
-		MaxIterations *int64  `toml:"max_iterations"`
+		Kind          *string  `toml:"kind"`
+		BaseURL       *string  `toml:"base_url"`
+		Model         *string  `toml:"model"`
+		APIKeyEnv     *string  `toml:"api_key_env"`
+		Timeout       *string  `toml:"timeout"`
+		MaxIterations *int64   `toml:"max_iterations"`
+		Temperature   *float64 `toml:"temperature"`
+		MaxTokens     *int64   `toml:"max_tokens"`
+		SystemPrompt  *string  `toml:"system_prompt"`
 	} `toml:"provider"`
 	Storage *struct {
 		DataDir *string `toml:"data_dir"`
@@ -407,6 +420,25 @@ func Parse(data []byte) (*Config, error) {
 		c.Provider.MaxIterations = int(v.positive(p.MaxIterations, "provider.max_iterations", 1000))
 		if c.Provider.Kind != "" && p.Model == nil {
 			v.fail("provider.model", "required when provider.kind is set")
+		}
+		if c.Provider.BaseURL == "" {
+			switch c.Provider.Kind {
+			case "openai":
+				c.Provider.BaseURL = DefaultOpenAIBaseURL
+			case "anthropic":
+				c.Provider.BaseURL = DefaultAnthropicBaseURL
+			}
+		}
+		if t := p.Temperature; t != nil {
+			if *t < 0 || *t > 2 {
+				v.fail("provider.temperature", "%v must be between 0 and 2", *t)
+			} else {
+				c.Provider.Temperature = t
+			}
+		}
+		c.Provider.MaxTokens = v.positive(p.MaxTokens, "provider.max_tokens", 1<<24)
+		if p.SystemPrompt != nil {
+			c.Provider.SystemPrompt = *p.SystemPrompt
 		}
 	}
 	if s := f.Storage; s != nil {

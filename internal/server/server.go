@@ -33,6 +33,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
@@ -68,6 +69,11 @@ type Options struct {
 	// NewGate builds the gate the server invokes skills through, asking the
 	// user with the server's own Asker (approval requests over the wire).
 	NewGate func(asker approval.Asker) Gate
+	// NewAgent, if set, builds the agent loop that answers send frames and
+	// POST /api/chat/{id}/messages, over the same gate. Without it the
+	// server still runs skills directly and send answers that no provider
+	// is configured.
+	NewAgent func(gate Gate) Agent
 	// AllowedOrigins are browser origins allowed besides the server's own.
 	AllowedOrigins []string
 	// AllowedHosts are Host names served besides loopback ones.
@@ -127,6 +133,7 @@ func (o *Options) defaults() {
 type Server struct {
 	opts    Options
 	gate    Gate
+	agent   Agent // nil: no provider
 	log     *slog.Logger
 	session string // the session cookie's value
 	mux     *http.ServeMux
@@ -158,6 +165,11 @@ func New(opts Options) (*Server, error) {
 		convs: map[string]*conv{}, pending: map[string]*question{}, clients: map[*client]struct{}{},
 	}
 	s.gate = opts.NewGate(approval.AskerFunc(s.ask))
+	if opts.NewAgent != nil {
+		if a := opts.NewAgent(s.gate); a != nil && !isNilAgent(a) {
+			s.agent = a
+		}
+	}
 	s.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 4096,
@@ -186,6 +198,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/conversations/{id}", s.api(s.getConversation))
 	m.HandleFunc("DELETE /api/conversations/{id}", s.api(s.deleteConversation))
 	m.HandleFunc("POST /api/chat/{conversation_id}/approve", s.api(s.approveHTTP))
+	m.HandleFunc("POST /api/chat/{conversation_id}/messages", s.api(s.postMessage))
+	m.HandleFunc("POST /api/conversations", s.api(s.createConversation))
 	m.HandleFunc("/api/", s.api(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errs.KindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	}))
@@ -269,6 +283,9 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+// NewCallID names a tool call: "call_" and 16 random hex digits.
+func NewCallID() string { return newID("call_") }
+
 // newID returns prefix + 16 random hex digits.
 func newID(prefix string) string {
 	var b [8]byte
@@ -313,3 +330,9 @@ func statusOf(k errs.Kind) int {
 }
 
 func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
+
+// isNilAgent catches a typed nil returned as an Agent.
+func isNilAgent(a Agent) bool {
+	p, ok := a.(*agent.Agent)
+	return ok && p == nil
+}

@@ -178,7 +178,7 @@ func (cl *client) handle(data []byte) {
 		n := cl.s.cancelConversation(id)
 		cl.s.log.Info("canceled", "conversation", id, "calls", n)
 	case "send":
-		cl.sendError(errs.KindConfig, "no LLM provider is configured: add a [provider] section to buddy.toml (kind, base_url, model); invoke still runs skills directly", deref(f.ConversationID))
+		cl.sendTurn(f)
 	}
 }
 

@@ -1,0 +1,243 @@
+// Package anthropic is an agent.Provider for the Anthropic Messages API,
+// streamed, with tool_use / tool_result blocks, on the official SDK.
+//
+//	p, err := anthropic.New(anthropic.Options{BaseURL: "https://api.anthropic.com", Model: "claude-sonnet-4-5", APIKey: key})
+//	resp, err := p.Stream(ctx, req, func(d string) { fmt.Print(d) })
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/buddy-run/buddy/internal/agent"
+	"github.com/buddy-run/buddy/internal/llm"
+)
+
+// api names the endpoint in errors.
+const api = "the Anthropic Messages endpoint"
+
+// DefaultMaxTokens is sent when [provider] max_tokens is not set: the API
+// requires a value.
+const DefaultMaxTokens = 4096
+
+// Options configure the provider.
+type Options struct {
+	BaseURL string // the API root, e.g. https://api.anthropic.com
+	Model   string
+	APIKey  string
+	Timeout time.Duration
+	// Temperature and MaxTokens are sent when set (MaxTokens defaults to
+	// DefaultMaxTokens).
+	Temperature *float64
+	MaxTokens   int64
+	// MaxRetries on 429, 529 and 5xx before the first token; default 2.
+	MaxRetries int
+	HTTPClient *http.Client
+}
+
+// Provider talks to one endpoint and model.
+type Provider struct {
+	client sdk.Client
+	opts   Options
+}
+
+var _ agent.Provider = (*Provider)(nil)
+
+// New returns a provider.
+func New(o Options) (*Provider, error) {
+	if o.BaseURL == "" || o.Model == "" {
+		return nil, fmt.Errorf("anthropic provider needs base_url and model")
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = 2
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(strings.TrimSuffix(o.BaseURL, "/") + "/"),
+		option.WithAPIKey(o.APIKey),
+		option.WithMaxRetries(max(o.MaxRetries, 0)),
+	}
+	if o.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+	}
+	return &Provider{client: sdk.NewClient(opts...), opts: o}, nil
+}
+
+// block is one content block being streamed.
+type block struct {
+	kind  string // text | tool_use | other
+	id    string
+	name  string
+	text  strings.Builder
+	input strings.Builder // tool_use: partial_json pieces
+	start any             // tool_use: the input sent whole at block start
+}
+
+// Stream implements agent.Provider.
+func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(string)) (*agent.Response, error) {
+	if p.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
+		defer cancel()
+	}
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	stream := p.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	blocks := map[int64]*block{}
+	var stop string
+	got := false
+	for stream.Next() {
+		ev := stream.Current()
+		got = true
+		switch ev.Type {
+		case "content_block_start":
+			b := &block{kind: ev.ContentBlock.Type, id: ev.ContentBlock.ID, name: ev.ContentBlock.Name}
+			if b.kind == "tool_use" {
+				b.start = ev.ContentBlock.Input
+			}
+			if b.kind == "text" && ev.ContentBlock.Text != "" {
+				b.text.WriteString(ev.ContentBlock.Text)
+				onText(ev.ContentBlock.Text)
+			}
+			blocks[ev.Index] = b
+		case "content_block_delta":
+			b := blocks[ev.Index]
+			if b == nil {
+				return nil, llm.Upstream(api, ctx, fmt.Errorf("a delta for content block %d, which never started", ev.Index), 0, "", true)
+			}
+			switch ev.Delta.Type {
+			case "text_delta":
+				b.text.WriteString(ev.Delta.Text)
+				onText(ev.Delta.Text)
+			case "input_json_delta":
+				b.input.WriteString(ev.Delta.PartialJSON)
+			}
+		case "message_delta":
+			if ev.Delta.StopReason != "" {
+				stop = string(ev.Delta.StopReason)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		status, msg := 0, ""
+		var apiErr *sdk.Error
+		if errors.As(err, &apiErr) {
+			status, msg = apiErr.StatusCode, apiErr.Error()
+		}
+		return nil, llm.Upstream(api, ctx, err, status, msg, got)
+	}
+	if !got {
+		return nil, llm.Upstream(api, ctx, errors.New("the stream ended without a single event"), 0, "", false)
+	}
+	idx := make([]int64, 0, len(blocks))
+	for i := range blocks {
+		idx = append(idx, i)
+	}
+	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
+	resp := &agent.Response{StopReason: stop}
+	var text strings.Builder
+	for _, i := range idx {
+		b := blocks[i]
+		switch b.kind {
+		case "text":
+			text.WriteString(b.text.String())
+		case "tool_use":
+			args := b.input.String()
+			if strings.TrimSpace(args) == "" {
+				args = "{}"
+				if m, ok := b.start.(map[string]any); ok && len(m) > 0 {
+					if raw, err := json.Marshal(m); err == nil {
+						args = string(raw)
+					}
+				}
+			}
+			resp.ToolCalls = append(resp.ToolCalls, agent.ToolCall{ID: b.id, Name: b.name, Arguments: args})
+		}
+	}
+	resp.Text = text.String()
+	return resp, nil
+}
+
+// params builds the request body: the history as user and assistant turns,
+// tool results as tool_result blocks in the user turn that follows a
+// tool_use.
+func (p *Provider) params(req agent.Request) (sdk.MessageNewParams, error) {
+	params := sdk.MessageNewParams{Model: sdk.Model(p.opts.Model), MaxTokens: p.opts.MaxTokens}
+	if req.System != "" {
+		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	var results []sdk.ContentBlockParamUnion
+	flush := func() {
+		if len(results) > 0 {
+			params.Messages = append(params.Messages, sdk.NewUserMessage(results...))
+			results = nil
+		}
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case agent.RoleUser:
+			flush()
+			params.Messages = append(params.Messages, sdk.NewUserMessage(sdk.NewTextBlock(m.Text)))
+		case agent.RoleAssistant:
+			flush()
+			var blocks []sdk.ContentBlockParamUnion
+			if m.Text != "" {
+				blocks = append(blocks, sdk.NewTextBlock(m.Text))
+			}
+			for _, tc := range m.ToolCalls {
+				var input any = map[string]any{}
+				if err := json.Unmarshal([]byte(tc.Arguments), &input); err != nil {
+					input = map[string]any{}
+				}
+				blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, input, tc.Name))
+			}
+			if len(blocks) == 0 {
+				blocks = append(blocks, sdk.NewTextBlock("(no answer)"))
+			}
+			params.Messages = append(params.Messages, sdk.NewAssistantMessage(blocks...))
+		case agent.RoleTool:
+			content := m.Content
+			if content == "" {
+				content = "(empty result)"
+			}
+			results = append(results, sdk.NewToolResultBlock(m.ToolCallID, content, m.IsError))
+		}
+	}
+	flush()
+	for _, t := range req.Tools {
+		schema := agent.Schema(t)
+		in := sdk.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+		if req, ok := schema["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					in.Required = append(in.Required, s)
+				}
+			}
+		}
+		for k, v := range schema {
+			if k != "properties" && k != "required" && k != "type" {
+				in.ExtraFields[k] = v
+			}
+		}
+		tool := sdk.ToolParam{Name: t.Name, Description: sdk.String(t.Description), InputSchema: in}
+		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tool})
+	}
+	if p.opts.Temperature != nil {
+		params.Temperature = sdk.Float(*p.opts.Temperature)
+	}
+	return params, nil
+}
