@@ -404,4 +404,3 @@ func clip(s string, n int) string {
 
 // ErrNoProvider is returned when a turn is asked for with no provider.
 var ErrNoProvider = errs.New(errs.ErrConfig, "no LLM provider is configured: add a [provider] section to buddy.toml (kind = \"openai\" or \"anthropic\", base_url, model; see buddy.example.toml); skills can still be invoked directly")
-
