@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -74,8 +75,24 @@ func (cl *client) send(frame []byte) {
 	case cl.out <- frame:
 	default:
 		cl.s.log.Warn("disconnecting a slow client", "remote", cl.remote, "queued", len(cl.out))
-		cl.close(websocket.CloseTryAgainLater, "send queue full: the client is not reading")
+		cl.abort()
 	}
+}
+
+// abort drops a client that stopped reading, without waiting: send runs on
+// other connections' goroutines and must never block on this one (a close
+// frame would wait behind the stuck writer), and the connection is reset so
+// that the kernel does not keep its unsent megabytes for a peer that does
+// not read them.
+func (cl *client) abort() {
+	cl.once.Do(func() {
+		close(cl.done)
+		cl.cancel()
+		if tc, ok := cl.ws.NetConn().(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		cl.ws.Close()
+	})
 }
 
 func (cl *client) sendError(kind errs.Kind, detail, convID string) {
