@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -40,6 +41,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.nclients.Add(-1)
 		s.log.Warn("refused connection", "reason", "too many connections", "remote", r.RemoteAddr)
 		writeError(w, http.StatusServiceUnavailable, errs.KindUnavailable, "too many connections")
+		return
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		s.nclients.Add(-1)
+		writeError(w, http.StatusServiceUnavailable, errs.KindUnavailable, "the server is shutting down")
 		return
 	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)
@@ -174,8 +183,18 @@ func (cl *client) handle(data []byte) {
 	case "invoke":
 		cl.invoke(f)
 	case "approve":
-		if _, err := cl.s.answer(cl.ctx, "", *f.ApprovalID, *f.Approved, deref(f.ArgumentsHash)); err != nil {
-			cl.sendError(errs.KindOf(err), err.Error(), "")
+		// Only a connection watching the question's conversation may
+		// answer it (as over HTTP, where the route names the conversation).
+		convID, ok := cl.s.questionConversation(cl.ctx, *f.ApprovalID)
+		if ok && !cl.s.watching(cl, convID) {
+			ok = false
+		}
+		if !ok {
+			cl.sendError(errs.KindNotFound, fmt.Sprintf("no approval %q in a conversation this connection watches (subscribe first)", clip(*f.ApprovalID, 80)), "")
+			return
+		}
+		if _, err := cl.s.answer(cl.ctx, convID, *f.ApprovalID, *f.Approved, deref(f.ArgumentsHash)); err != nil {
+			cl.sendError(errs.KindOf(err), err.Error(), convID)
 		}
 	case "subscribe":
 		id := *f.ConversationID
