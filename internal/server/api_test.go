@@ -154,3 +154,37 @@ func TestAPIConversations(t *testing.T) {
 		}
 	})
 }
+
+// TestApprovalBoundToArguments: an answer that names the hash of other
+// arguments than those shown is refused, over HTTP and over the WebSocket,
+// and leaves the question open; the right hash is accepted.
+func TestApprovalBoundToArguments(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	c := s.dial(t)
+	conv, tc := c.invokeNew("write_file", writeArgs)
+	req := c.expect("approval_request")
+	id, hash := req.str("id"), req.str("arguments_hash")
+	if len(hash) != 64 {
+		t.Fatalf("arguments_hash %q, want a hex SHA-256", hash)
+	}
+	wrong := strings.Repeat("0", 64)
+	status, body := s.request(t, http.MethodPost, "/api/chat/"+conv+"/approve",
+		map[string]any{"approval_id": id, "approved": true, "arguments_hash": wrong}, nil)
+	if status != http.StatusBadRequest {
+		t.Fatalf("wrong hash over HTTP: %d %s, want 400", status, body)
+	}
+	c.send(map[string]any{"type": "approve", "approval_id": id, "approved": true, "arguments_hash": wrong})
+	if f := c.expect("error"); f.str("kind") != "invalid_input" || !strings.Contains(f.str("detail"), "arguments_hash") {
+		t.Errorf("wrong hash over the WebSocket: %v", f)
+	}
+	if fileExists(t, s.outFile()) {
+		t.Fatal("an answer for other arguments ran the call")
+	}
+	status, body = s.request(t, http.MethodPost, "/api/chat/"+conv+"/approve",
+		map[string]any{"approval_id": id, "approved": true, "arguments_hash": hash}, nil)
+	if status != http.StatusOK {
+		t.Fatalf("right hash: %d %s", status, body)
+	}
+	c.expect("approval_resolved")
+	wantOK(t, expectResult(t, c, tc))
+}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // TestRestart: a server killed with a question open leaves it pending in
@@ -57,5 +60,44 @@ func TestRestart(t *testing.T) {
 	wantOK(t, c2.expect("tool_result"))
 	if fileExists(t, first.outFile()) {
 		t.Error("the unanswered write ran")
+	}
+}
+
+// TestCloseEndsQuestions: closing the server (SIGINT/SIGTERM in buddy serve)
+// ends an open question and its call, stores the outcome, and closes the
+// connections with 1001.
+func TestCloseEndsQuestions(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	c := s.dial(t)
+	conv, tc := c.invokeNew("write_file", writeArgs)
+	id := c.expect("approval_request").str("id")
+	if err := s.srv.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res := c.expect("approval_resolved")
+	if res.str("id") != id || res["approved"] != false {
+		t.Errorf("approval_resolved %v", res)
+	}
+	if k, _ := resultError(t, expectResult(t, c, tc)); k != "canceled" {
+		t.Errorf("tool_result kind %q, want canceled", k)
+	}
+	select {
+	case <-c.closed:
+	case <-time.After(frameWait):
+		t.Fatal("the connection stayed open after Close")
+	}
+	if !websocket.IsCloseError(c.err, websocket.CloseGoingAway) {
+		t.Errorf("closed with %v, want 1001", c.err)
+	}
+	a, err := s.st.GetApproval(t.Context(), id)
+	if err != nil || a.Status == "pending" || a.Conversation != conv {
+		t.Errorf("stored approval %+v, %v: want it decided", a, err)
+	}
+	if fileExists(t, s.outFile()) {
+		t.Error("the unanswered write ran")
+	}
+	// A closed server refuses new connections before the upgrade.
+	if st := s.dialStatus(t, "/api/ws", authHeader()); st != http.StatusServiceUnavailable {
+		t.Errorf("upgrade after Close: %d, want 503", st)
 	}
 }
