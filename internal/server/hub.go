@@ -272,7 +272,11 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 		s.mu.Lock()
 		if q.status == "" {
 			status, reason = "expired", "timeout"
-			if errors.Is(ctx.Err(), context.Canceled) {
+			switch {
+			case s.closed:
+				// The server is stopping: the question expires unanswered.
+				status, reason = "expired", "canceled"
+			case errors.Is(ctx.Err(), context.Canceled):
 				status, reason = "canceled", "canceled"
 			}
 			q.status = status
@@ -340,6 +344,30 @@ func (s *Server) answer(ctx context.Context, convID, id string, approved bool, h
 	}
 	q.answer <- approved
 	return http.StatusOK, nil
+}
+
+// questionConversation is the conversation of an approval question, open
+// here or stored.
+func (s *Server) questionConversation(ctx context.Context, id string) (string, bool) {
+	s.mu.Lock()
+	q := s.pending[id]
+	s.mu.Unlock()
+	if q != nil {
+		return q.conv, true
+	}
+	a, err := s.opts.Store.GetApproval(ctx, id)
+	if err != nil {
+		return "", false
+	}
+	return a.Conversation, true
+}
+
+// watching reports whether cl is subscribed to a conversation.
+func (s *Server) watching(cl *client, convID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := cl.subs[convID]
+	return ok
 }
 
 // answerStored explains an answer to a question that is not open here.
