@@ -46,6 +46,7 @@ type Config struct {
 	Storage  Storage
 	Limits   Limits
 	Approval Approval
+	MCP      MCP
 	// Skills are the [skills.NAME] sections by name. A built-in is registered
 	// only when its section is present ("memory" enables the four memory
 	// skills); an installed skill without a section runs with no capability.
@@ -107,6 +108,22 @@ type Limits struct {
 type Approval struct {
 	Timeout time.Duration // no answer within it = denied; default 60s
 }
+
+// MCP is [mcp]: the Model Context Protocol front end (`buddy mcp`, /mcp).
+type MCP struct {
+	// Approval is who is asked when the MCP client cannot ask by
+	// elicitation: MCPApprovalElicit (default: the client's form, else
+	// deny), MCPApprovalTerminal, MCPApprovalWeb or MCPApprovalDeny.
+	Approval string
+}
+
+// [mcp] approval values.
+const (
+	MCPApprovalElicit   = "elicit"
+	MCPApprovalTerminal = "terminal"
+	MCPApprovalWeb      = "web"
+	MCPApprovalDeny     = "deny"
+)
 
 // Skill is one [skills.NAME] section.
 type Skill struct {
@@ -188,6 +205,9 @@ type file struct {
 	Approval *struct {
 		Timeout *string `toml:"timeout"`
 	} `toml:"approval"`
+	MCP *struct {
+		Approval *string `toml:"approval"`
+	} `toml:"mcp"`
 	Skills map[string]skillFile `toml:"skills"`
 }
 
@@ -273,6 +293,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Approval.Timeout == 0 {
 		c.Approval.Timeout = DefaultApprovalTimeout
+	}
+	if c.MCP.Approval == "" {
+		c.MCP.Approval = MCPApprovalElicit
 	}
 	if c.Skills == nil {
 		c.Skills = map[string]Skill{}
@@ -460,6 +483,14 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if a := f.Approval; a != nil {
 		c.Approval.Timeout = v.duration(a.Timeout, "approval.timeout")
+	}
+	if m := f.MCP; m != nil && m.Approval != nil {
+		switch a := *m.Approval; a {
+		case MCPApprovalElicit, MCPApprovalTerminal, MCPApprovalWeb, MCPApprovalDeny:
+			c.MCP.Approval = a
+		default:
+			v.fail("mcp.approval", "%q must be \"elicit\", \"terminal\", \"web\" or \"deny\"", a)
+		}
 	}
 	names := make([]string, 0, len(f.Skills))
 	for name := range f.Skills {

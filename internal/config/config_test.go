@@ -518,6 +518,7 @@ func TestDefaults(t *testing.T) {
 			Limits: Limits{MaxFuel: 1e10, MaxMemoryMB: 256, MaxTimeout: 5 * time.Minute, MaxConcurrent: 2 * goruntime.GOMAXPROCS(0),
 				MaxReadBytes: 10 << 20, MaxWriteBytes: 10 << 20, MaxFetchBytes: 5 << 20, FetchTimeout: 10 * time.Second},
 			Approval: Approval{Timeout: time.Minute},
+			MCP:      MCP{Approval: MCPApprovalElicit},
 			Skills:   map[string]Skill{},
 		}
 		if got, w := fmt.Sprintf("%#v", *c), fmt.Sprintf("%#v", want); got != w {
@@ -527,7 +528,7 @@ func TestDefaults(t *testing.T) {
 	t.Run("Default", func(t *testing.T) { check(t, Default(), "/xdg/data/buddy") })
 	t.Run("empty document", func(t *testing.T) { check(t, mustParse(t, ""), "/xdg/data/buddy") })
 	t.Run("empty tables", func(t *testing.T) {
-		check(t, mustParse(t, "[server]\n[provider]\n[storage]\n[limits]\n[approval]\n"), "/xdg/data/buddy")
+		check(t, mustParse(t, "[server]\n[provider]\n[storage]\n[limits]\n[approval]\n[mcp]\n"), "/xdg/data/buddy")
 	})
 	t.Run("relative XDG_DATA_HOME is ignored", func(t *testing.T) {
 		t.Setenv("XDG_DATA_HOME", "relative/data")
