@@ -47,6 +47,9 @@ type Config struct {
 	Limits   Limits
 	Approval Approval
 	MCP      MCP
+	// Instructions is [instructions]: SKILL.md skills (package
+	// internal/instructions).
+	Instructions Instructions
 	// Skills are the [skills.NAME] sections by name. A built-in is registered
 	// only when its section is present ("memory" enables the four memory
 	// skills); an installed skill without a section runs with no capability.
@@ -116,6 +119,23 @@ type MCP struct {
 	// deny), MCPApprovalTerminal, MCPApprovalWeb or MCPApprovalDeny.
 	Approval string
 }
+
+// Instructions is [instructions]: SKILL.md skill folders (instruction,
+// template, composite and script skills) read from SkillsDir.
+type Instructions struct {
+	// Enabled loads the SKILL.md skills and deploys the embedded defaults;
+	// default true. When false none is loaded and no skill_ tool is offered.
+	Enabled bool
+	// SkillsDir holds one folder per skill (<skills_dir>/<name>/SKILL.md);
+	// default <data_dir>/instructions.
+	SkillsDir string
+	// PromptTokens caps the list of skills (names and descriptions) in the
+	// agent's system prompt; default 2000 (about 8,000 characters).
+	PromptTokens int
+}
+
+// DefaultInstructionTokens is [instructions] prompt_tokens when unset.
+const DefaultInstructionTokens = 2000
 
 // [mcp] approval values.
 const (
@@ -208,6 +228,11 @@ type file struct {
 	MCP *struct {
 		Approval *string `toml:"approval"`
 	} `toml:"mcp"`
+	Instructions *struct {
+		Enabled      *bool   `toml:"enabled"`
+		SkillsDir    *string `toml:"skills_dir"`
+		PromptTokens *int64  `toml:"prompt_tokens"`
+	} `toml:"instructions"`
 	Skills map[string]skillFile `toml:"skills"`
 }
 
@@ -233,7 +258,7 @@ var (
 // under the XDG data directory and no skill enabled. (cmd/buddy layers its own
 // starter grants on top.)
 func Default() *Config {
-	c := &Config{Skills: map[string]Skill{}}
+	c := &Config{Skills: map[string]Skill{}, Instructions: Instructions{Enabled: true}}
 	c.fillDefaults()
 	return c
 }
@@ -296,6 +321,12 @@ func (c *Config) fillDefaults() {
 	}
 	if c.MCP.Approval == "" {
 		c.MCP.Approval = MCPApprovalElicit
+	}
+	if c.Instructions.SkillsDir == "" {
+		c.Instructions.SkillsDir = filepath.Join(c.Storage.DataDir, "instructions")
+	}
+	if c.Instructions.PromptTokens == 0 {
+		c.Instructions.PromptTokens = DefaultInstructionTokens
 	}
 	if c.Skills == nil {
 		c.Skills = map[string]Skill{}
@@ -395,7 +426,7 @@ func Parse(data []byte) (*Config, error) {
 		return nil, err
 	}
 	v := &validator{idx: idx}
-	c := &Config{Skills: map[string]Skill{}}
+	c := &Config{Skills: map[string]Skill{}, Instructions: Instructions{Enabled: true}}
 
 	if s := f.Server; s != nil {
 		c.Server.Listen = v.str(s.Listen, "server.listen")
@@ -491,6 +522,13 @@ func Parse(data []byte) (*Config, error) {
 		default:
 			v.fail("mcp.approval", "%q must be \"elicit\", \"terminal\", \"web\" or \"deny\"", a)
 		}
+	}
+	if in := f.Instructions; in != nil {
+		if in.Enabled != nil {
+			c.Instructions.Enabled = *in.Enabled
+		}
+		c.Instructions.SkillsDir = v.path(in.SkillsDir, "instructions.skills_dir")
+		c.Instructions.PromptTokens = int(v.positive(in.PromptTokens, "instructions.prompt_tokens", 1<<20))
 	}
 	names := make([]string, 0, len(f.Skills))
 	for name := range f.Skills {

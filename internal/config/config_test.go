@@ -519,7 +519,9 @@ func TestDefaults(t *testing.T) {
 				MaxReadBytes: 10 << 20, MaxWriteBytes: 10 << 20, MaxFetchBytes: 5 << 20, FetchTimeout: 10 * time.Second},
 			Approval: Approval{Timeout: time.Minute},
 			MCP:      MCP{Approval: MCPApprovalElicit},
-			Skills:   map[string]Skill{},
+			Instructions: Instructions{Enabled: true, SkillsDir: filepath.Join(dataDir, "instructions"),
+				PromptTokens: DefaultInstructionTokens},
+			Skills: map[string]Skill{},
 		}
 		if got, w := fmt.Sprintf("%#v", *c), fmt.Sprintf("%#v", want); got != w {
 			t.Errorf("config =\n%s\nwant\n%s", got, w)
@@ -528,7 +530,7 @@ func TestDefaults(t *testing.T) {
 	t.Run("Default", func(t *testing.T) { check(t, Default(), "/xdg/data/buddy") })
 	t.Run("empty document", func(t *testing.T) { check(t, mustParse(t, ""), "/xdg/data/buddy") })
 	t.Run("empty tables", func(t *testing.T) {
-		check(t, mustParse(t, "[server]\n[provider]\n[storage]\n[limits]\n[approval]\n[mcp]\n"), "/xdg/data/buddy")
+		check(t, mustParse(t, "[server]\n[provider]\n[storage]\n[limits]\n[approval]\n[mcp]\n[instructions]\n"), "/xdg/data/buddy")
 	})
 	t.Run("relative XDG_DATA_HOME is ignored", func(t *testing.T) {
 		t.Setenv("XDG_DATA_HOME", "relative/data")
