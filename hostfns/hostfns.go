@@ -329,6 +329,9 @@ func (s *Set) fsRead(ctx context.Context, p *extism.CurrentPlugin, stack []uint6
 		return
 	}
 	data, err := s.read.Read(ctx, string(path))
+	if err == nil {
+		touched(ctx, s.read, string(path), len(data), 0)
+	}
 	finish(ctx, p, stack, data, err)
 }
 
@@ -342,6 +345,9 @@ func (s *Set) fsWrite(ctx context.Context, p *extism.CurrentPlugin, stack []uint
 		return
 	}
 	n, err := s.write.Write(ctx, string(path), data)
+	if n > 0 {
+		touched(ctx, s.write, string(path), 0, n)
+	}
 	if err != nil {
 		finish(ctx, p, stack, nil, err)
 		return
@@ -358,6 +364,11 @@ func (s *Set) httpGet(ctx context.Context, p *extism.CurrentPlugin, stack []uint
 	if err != nil {
 		finish(ctx, p, stack, nil, err)
 		return
+	}
+	if u := usageFrom(ctx); u != nil {
+		u.mu.Lock()
+		u.bytesRead += int64(len(resp.Body))
+		u.mu.Unlock()
 	}
 	hdr, _ := json.Marshal(resp.Headers)
 	out := make([]byte, 0, 6+len(hdr)+len(resp.Body))

@@ -54,28 +54,9 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 		return nil, refuse(host, ip, fmt.Sprintf("host %s port %d is not in the allowlist", host, port))
 	}
 
-	var cands []netip.Addr
-	if ip.IsValid() {
-		cands = []netip.Addr{ip}
-	} else {
-		addrs, err := f.resolver.LookupIPAddr(ctx, host)
-		if err != nil {
-			return nil, f.dialErr(ctx, host, netip.Addr{}, "resolving "+host, err)
-		}
-		for _, a := range addrs {
-			na, ok := netip.AddrFromSlice(a.IP)
-			if !ok {
-				return nil, refuse(host, netip.Addr{}, fmt.Sprintf("host %s resolved to a malformed address", host))
-			}
-			na = na.Unmap()
-			if na.Is6() && a.Zone != "" {
-				na = na.WithZone(a.Zone)
-			}
-			cands = append(cands, na)
-		}
-		if len(cands) == 0 {
-			return nil, &Error{Kind: errs.ErrUnavailable, Host: host, Reason: fmt.Sprintf("host %s has no addresses", host)}
-		}
+	cands, err := f.lookup(ctx, host, ip)
+	if err != nil {
+		return nil, err
 	}
 	// Every address is checked before any is dialled: a name that mixes public
 	// and private answers is refused outright.
@@ -121,6 +102,35 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 		}
 	}
 	return nil, f.dialErr(ctx, host, firstAddr, "connecting to "+netip.AddrPortFrom(firstAddr, port).String(), firstErr)
+}
+
+// lookup returns the addresses a dial of host (a normalised name, or the IP
+// literal ip) would try: the one lookup of the name, as the resolver answers
+// now. Inspect shows an approver exactly these.
+func (f *Fetcher) lookup(ctx context.Context, host string, ip netip.Addr) ([]netip.Addr, error) {
+	if ip.IsValid() {
+		return []netip.Addr{ip}, nil
+	}
+	addrs, err := f.resolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, f.dialErr(ctx, host, netip.Addr{}, "resolving "+host, err)
+	}
+	var cands []netip.Addr
+	for _, a := range addrs {
+		na, ok := netip.AddrFromSlice(a.IP)
+		if !ok {
+			return nil, &Error{Kind: errs.ErrForbidden, Host: host, Reason: fmt.Sprintf("host %s resolved to a malformed address", host)}
+		}
+		na = na.Unmap()
+		if na.Is6() && a.Zone != "" {
+			na = na.WithZone(a.Zone)
+		}
+		cands = append(cands, na)
+	}
+	if len(cands) == 0 {
+		return nil, &Error{Kind: errs.ErrUnavailable, Host: host, Reason: fmt.Sprintf("host %s has no addresses", host)}
+	}
+	return cands, nil
 }
 
 // dialErr classifies a resolver or connect failure.

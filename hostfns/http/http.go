@@ -405,6 +405,7 @@ func discard(body io.ReadCloser) {
 // transport adds Accept-Encoding), no cookies, no Referer.
 func (f *Fetcher) roundTrip(ctx context.Context, u *url.URL) (*nethttp.Response, error) {
 	cu := *u
+	ctx = traceContacts(ctx, u)
 	req := (&nethttp.Request{
 		Method:     nethttp.MethodGet,
 		URL:        &cu,
