@@ -108,7 +108,14 @@ type Info struct {
 	Status  string
 	Problem string
 	SHA256  string
+	// Type is "" for a WebAssembly skill, or a SKILL.md skill's type
+	// ("instruction", "template", "composite", "script"; internal/instructions).
+	Type string
 }
+
+// TypeInstruction is the Type of an instruction skill: text the model loads
+// on demand (the agent offers it as the tool "skill_" + Name).
+const TypeInstruction = "instruction"
 
 // Ready reports whether the skill can be called.
 func (i Info) Ready() bool { return i.Status == "ready" }

@@ -1,0 +1,102 @@
+package catalog
+
+import (
+	"context"
+	"slices"
+	"strings"
+)
+
+// Union is two catalogs served as one: the WebAssembly skills (primary) and
+// the SKILL.md skills (secondary). A name both hold is the primary's: the
+// secondary's is hidden and reported by Shadowed. The approval gate wraps the
+// union, so both kinds go through the same gate.
+//
+//	all := catalog.NewUnion(registry, instructionsCatalog)
+//	gate := approval.New(all, approval.Options{...})
+type Union struct {
+	primary, secondary Catalog
+}
+
+var _ Catalog = (*Union)(nil)
+
+// NewUnion returns the union of primary and secondary; primary wins clashes.
+func NewUnion(primary, secondary Catalog) *Union {
+	return &Union{primary: primary, secondary: secondary}
+}
+
+// List implements Catalog: both lists merged by name, without the
+// secondary's shadowed skills.
+func (u *Union) List(ctx context.Context) ([]Info, error) {
+	a, err := u.primary.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := u.secondary.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(a))
+	for _, i := range a {
+		have[i.Name] = true
+	}
+	out := append(make([]Info, 0, len(a)+len(b)), a...)
+	for _, i := range b {
+		if !have[i.Name] {
+			out = append(out, i)
+		}
+	}
+	slices.SortFunc(out, func(x, y Info) int { return strings.Compare(x.Name, y.Name) })
+	return out, nil
+}
+
+// Shadowed returns the names of the secondary's skills hidden by a primary
+// skill of the same name, sorted.
+func (u *Union) Shadowed(ctx context.Context) ([]string, error) {
+	a, err := u.primary.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := u.secondary.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(a))
+	for _, i := range a {
+		have[i.Name] = true
+	}
+	var out []string
+	for _, i := range b {
+		if have[i.Name] {
+			out = append(out, i.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// owner is the catalog that serves name: the secondary (asked first: it is
+// in memory) only when it has the name and the primary does not.
+func (u *Union) owner(ctx context.Context, name string) Catalog {
+	if _, err := u.secondary.Lookup(ctx, name); err != nil {
+		return u.primary
+	}
+	if _, err := u.primary.Lookup(ctx, name); err == nil {
+		return u.primary
+	}
+	return u.secondary
+}
+
+// Lookup implements Catalog.
+func (u *Union) Lookup(ctx context.Context, name string) (Info, error) {
+	return u.owner(ctx, name).Lookup(ctx, name)
+}
+
+// Check implements Catalog.
+func (u *Union) Check(ctx context.Context, c Call) (Info, error) {
+	return u.owner(ctx, c.Skill).Check(ctx, c)
+}
+
+// Invoke implements Invoker (ungated, as its parts are).
+func (u *Union) Invoke(ctx context.Context, c Call) (*Result, error) {
+	return u.owner(ctx, c.Skill).Invoke(ctx, c)
+}
