@@ -17,6 +17,7 @@ import (
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/mcpserver"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/server"
 )
@@ -69,6 +70,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	e.reg = nil // the live catalog owns it now
 	defer live.Close(context.WithoutCancel(ctx))
 	timeout := cfg.Approval.Timeout
+	var mcpSrv *mcpserver.Server
+	var mcpErr error
 	srv, err := server.New(server.Options{
 		Token: tok,
 		Store: e.st,
@@ -85,6 +88,13 @@ func (a *app) serve(ctx context.Context, args []string) error {
 				NewCallID: func() string { return server.NewCallID() },
 			})
 		},
+		NewMCP: func(host server.MCPHost) http.Handler {
+			mcpSrv, mcpErr = newServeMCP(ctx, live, cfg, e.st, log, host)
+			if mcpErr != nil {
+				return nil
+			}
+			return mcpSrv.HTTPHandler()
+		},
 		AllowedOrigins:  cfg.Server.AllowedOrigins,
 		AllowedHosts:    cfg.Server.AllowedHosts,
 		MaxMessageBytes: cfg.Server.MaxMessageBytes,
@@ -92,9 +102,14 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		MaxConnections:  cfg.Server.MaxConnections,
 		Logger:          log,
 	})
+	if err == nil {
+		err = mcpErr
+	}
 	if err != nil {
 		return err
 	}
+	defer mcpSrv.Close()
+	go mcpSrv.Watch(ctx)
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return errs.Wrap(errs.ErrUnavailable, "listening on "+listen, err)
@@ -138,6 +153,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 			// Stop accepting, then cancel calls, expire questions and
 			// close the WebSocket connections (hijacked: Shutdown does
 			// not wait for them).
+			mcpSrv.Close() // MCP sessions hold streams open: end them first
 			shutErr := httpSrv.Shutdown(stop)
 			closeErr := srv.Close(stop)
 			if _, err := e.st.ExpirePendingApprovals(stop, time.Now().UTC()); err != nil {

@@ -74,6 +74,9 @@ type Options struct {
 	// server still runs skills directly and send answers that no provider
 	// is configured.
 	NewAgent func(gate Gate) Agent
+	// NewMCP, if set, builds the Streamable HTTP handler served at /mcp
+	// (behind the same checks as /api/), given the page as an asker.
+	NewMCP func(host MCPHost) http.Handler
 	// AllowedOrigins are browser origins allowed besides the server's own.
 	AllowedOrigins []string
 	// AllowedHosts are Host names served besides loopback ones.
@@ -200,6 +203,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/chat/{conversation_id}/approve", s.api(s.approveHTTP))
 	m.HandleFunc("POST /api/chat/{conversation_id}/messages", s.api(s.postMessage))
 	m.HandleFunc("POST /api/conversations", s.api(s.createConversation))
+	s.mcpRoutes(m) // /mcp (mcp.go)
 	m.HandleFunc("/api/", s.api(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errs.KindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	}))

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/config"
+	"github.com/buddy-run/buddy/internal/mcpserver"
+	"github.com/buddy-run/buddy/internal/registry"
+	"github.com/buddy-run/buddy/internal/server"
+	"github.com/buddy-run/buddy/internal/store"
+)
+
+// mcpCommand is `buddy mcp`: buddy's skills served over the Model Context
+// Protocol on stdin/stdout, for an MCP client that spawns it. The log goes
+// to stderr; stdout carries only the protocol.
+func (a *app) mcpCommand(ctx context.Context, args []string) error {
+	_, configPath, err := parseCommand("mcp", args, 0, "", nil)
+	if err != nil {
+		return err
+	}
+	a.longRunning = true
+	e, err := a.openEnv(ctx, configPath, true, true)
+	if err != nil {
+		return err
+	}
+	defer e.Close(context.WithoutCancel(ctx))
+	log := newLogger(a.stderr)
+	live := registry.NewLive(e.reg)
+	e.reg = nil // the live catalog owns it now
+	defer live.Close(context.WithoutCancel(ctx))
+
+	var fallback approval.Asker
+	switch e.cfg.MCP.Approval {
+	case config.MCPApprovalTerminal:
+		fallback = ttyAsker()
+	case config.MCPApprovalWeb:
+		log.Info(`[mcp] approval = "web" needs buddy serve's /mcp: over stdio, calls the client cannot approve by elicitation are denied`)
+	}
+	srv, err := newMCPServer(ctx, live, e.cfg, e.st, log, fallback, nil)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	go srv.Watch(ctx)
+	log.Info("serving MCP on stdio", "config", e.cfg.Path, "tools", len(srv.Tools()), "approval", e.cfg.MCP.Approval)
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+	if ctx.Err() != nil || err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil // the client hung up, or Ctrl-C / SIGTERM
+	}
+	return fmt.Errorf("serving MCP: %w", err)
+}
+
+// newMCPServer builds the MCP server over the same gate as every front end:
+// approval.Gate on the live catalog, with the audit log.
+func newMCPServer(ctx context.Context, live *registry.Live, cfg *config.Config, st *store.Store, log *slog.Logger,
+	fallback approval.Asker, newConversation func(context.Context, string) (string, error)) (*mcpserver.Server, error) {
+	timeout := cfg.Approval.Timeout
+	return mcpserver.New(ctx, mcpserver.Options{
+		NewGate: func(asker approval.Asker) mcpserver.Gate {
+			return approval.New(live, approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(st, log)})
+		},
+		Fallback:        fallback,
+		NewConversation: newConversation,
+		MaxBodyBytes:    cfg.Server.MaxMessageBytes,
+		Version:         version,
+		Logger:          log,
+	})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// ttyMu keeps two questions from sharing the terminal at once.
+var ttyMu sync.Mutex
+
+// ttyAsker asks on the controlling terminal (/dev/tty): stdin and stdout
+// belong to the MCP client. With no terminal (a client that spawned buddy
+// detached) the call is denied.
+func ttyAsker() approval.Asker {
+	return approval.AskerFunc(func(ctx context.Context, req approval.Request) (bool, error) {
+		ttyMu.Lock()
+		defer ttyMu.Unlock()
+		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return false, fmt.Errorf("no terminal to ask for approval ([mcp] approval = \"terminal\"): %w", err)
+		}
+		defer tty.Close()
+		if !isTerminal(tty.Fd()) {
+			return false, errors.New("/dev/tty is not a terminal")
+		}
+		fmt.Fprintf(tty, "\nbuddy mcp: %s\nAllow? [y/N] ", approval.Describe(req, approval.DefaultWidth))
+		got := make(chan string, 1)
+		go func() {
+			answer, err := bufio.NewReader(tty).ReadString('\n')
+			if err != nil && answer == "" {
+				answer = "\x00"
+			}
+			got <- answer
+		}()
+		select {
+		case answer := <-got:
+			if answer == "\x00" {
+				return false, errors.New("no answer")
+			}
+			answer = strings.ToLower(strings.TrimSpace(answer))
+			return answer == "y" || answer == "yes", nil
+		case <-ctx.Done():
+			fmt.Fprintln(tty)
+			_ = tty.Close() // ends the read
+			return false, fmt.Errorf("no answer in time: %w", ctx.Err())
+		}
+	})
+}
+
+// newServeMCP is the MCP server of buddy serve's /mcp: [mcp] approval =
+// "web" asks on the buddy page (each MCP session gets a stored conversation
+// the page can watch), "terminal" on buddy serve's terminal.
+func newServeMCP(ctx context.Context, live *registry.Live, cfg *config.Config, st *store.Store, log *slog.Logger, host server.MCPHost) (*mcpserver.Server, error) {
+	var fallback approval.Asker
+	var newConv func(context.Context, string) (string, error)
+	switch cfg.MCP.Approval {
+	case config.MCPApprovalTerminal:
+		fallback = ttyAsker()
+	case config.MCPApprovalWeb:
+		fallback = approval.AskerFunc(host.Ask)
+		newConv = host.NewConversation
+	}
+	return newMCPServer(ctx, live, cfg, st, log, fallback, newConv)
+}
