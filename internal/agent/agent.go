@@ -81,6 +81,9 @@ type Options struct {
 	// when nil.
 	NewCallID func() string
 	Logger    *slog.Logger
+	// InstructionTokens caps the list of SKILL.md instruction skills in the
+	// system prompt (instructions.go); DefaultInstructionTokens when 0.
+	InstructionTokens int
 }
 
 // Agent runs turns.
@@ -139,9 +142,10 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 	if err != nil {
 		return a.fail(out, err)
 	}
+	system := a.opts.SystemPrompt + a.skillList(tools)
 	for iter := 0; iter < a.opts.MaxIterations; iter++ {
 		var streamed strings.Builder
-		resp, err := a.opts.Provider.Stream(ctx, Request{System: a.opts.SystemPrompt, Messages: history, Tools: tools}, func(d string) {
+		resp, err := a.opts.Provider.Stream(ctx, Request{System: system, Messages: history, Tools: tools}, func(d string) {
 			if d == "" {
 				return
 			}
@@ -238,7 +242,7 @@ func (a *Agent) runTool(ctx context.Context, conversation string, tc ToolCall, s
 		a.storeTool(ctx, rec)
 		return reply
 	}
-	call := catalog.Call{ID: tc.ID, Conversation: conversation, Skill: tc.Name, Arguments: json.RawMessage(args)}
+	call := catalog.Call{ID: tc.ID, Conversation: conversation, Skill: a.toolTarget(ctx, tc.Name), Arguments: json.RawMessage(args)}
 	rec.Arguments = call.Arguments
 	sink.ToolCall(call)
 	start := time.Now()
@@ -313,8 +317,8 @@ func (a *Agent) tools(ctx context.Context) ([]Tool, error) {
 	}
 	var out []Tool
 	for _, i := range infos {
-		if !i.Ready() {
-			continue
+		if !i.Ready() || i.Type == catalog.TypeInstruction {
+			continue // offered as skill_NAME (instructions.go)
 		}
 		desc := i.Description
 		if i.Permission != catalog.ReadOnly {
@@ -322,7 +326,7 @@ func (a *Agent) tools(ctx context.Context) ([]Tool, error) {
 		}
 		out = append(out, Tool{Name: i.Name, Description: desc, InputSchema: i.InputSchema})
 	}
-	return out, nil
+	return append(out, instructionTools(infos, out)...), nil
 }
 
 // history rebuilds what the model saw, from the store. Tool results of calls
