@@ -10,7 +10,7 @@
 #   make fuzz      every fuzz target for FUZZTIME each
 #   make check     gofmt, go mod tidy, generated files; then git diff --exit-code
 #   make lint      go vet and gofmt on every module
-#   make tools     install the pinned toolchains the tests need
+#   make tools     install the pinned toolchains the tests need (and chromium for the page tests)
 
 SHELL := /bin/bash
 GO ?= go
@@ -38,6 +38,7 @@ tools:
 	@scripts/install-tinygo.sh
 	@scripts/install-guest-tools.sh wat c >/dev/null
 	@scripts/install-rust-wasm.sh >/dev/null
+	@scripts/install-chromium.sh
 
 test: tools builtins-check fixtures-check templates-check lint test-go test-guests bench-once
 	@echo "make test: all checks passed"
