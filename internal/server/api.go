@@ -227,11 +227,3 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	return nil
 }
-
-// index is GET /: what this server is and how to reach it. The chat page
-// replaces it (issue 11).
-func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, "buddy is running.\n\nThe API is described in docs/PROTOCOL.md: GET /api/ws (WebSocket), GET /api/skills,\nGET /api/conversations, POST /api/chat/{conversation_id}/approve. Every /api/ route needs\nAuthorization: Bearer <token>; `buddy token` prints the token. `buddy skill run` works from a shell.\n")
-}

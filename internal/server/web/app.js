@@ -1,0 +1,1103 @@
+// buddy's page (docs/PROTOCOL.md): sign-in, conversations, chat, tool call
+// cards, skills and the approval dialog. No framework and no build step.
+//
+// Everything a model, a skill or a file says is untrusted: it reaches the
+// DOM only as text nodes (textContent) or through renderMarkdown, which
+// builds elements itself and never parses HTML (nothing in this file
+// assigns markup); links are http(s) only; there are no images.
+(function () {
+  'use strict';
+
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  };
+
+  // ---------------------------------------------------------------- text
+
+  // visible shows the characters that could make text look like something
+  // else (bidi overrides, zero-width and control characters) as ⟦U+XXXX⟧.
+  const INVISIBLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]/g;
+  function visible(s) {
+    return String(s).replace(INVISIBLE, (c) => '⟦U+' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') + '⟧');
+  }
+
+  function fmtBytes(n) {
+    if (n < 1024) return n + ' B';
+    if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KB';
+    return (n / 1024 / 1024).toFixed(1) + ' MB';
+  }
+
+  function pretty(v) {
+    if (typeof v === 'string') return v;
+    try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); }
+  }
+
+  // folded shows text in a <pre>; beyond limit characters it shows the
+  // start and a disclosure that renders the whole text when opened.
+  function folded(text, limit) {
+    const wrap = el('div', 'folded');
+    text = visible(text);
+    const lines = text.split('\n').length;
+    if (text.length <= limit && lines <= 40) {
+      wrap.append(el('pre', null, text));
+      return wrap;
+    }
+    let head = text.slice(0, limit);
+    const hl = head.split('\n');
+    if (hl.length > 20) head = hl.slice(0, 20).join('\n');
+    wrap.append(el('pre', null, head + '…'));
+    const d = el('details');
+    const sum = el('summary', null, 'Show all ' + text.length.toLocaleString('en') + ' characters (' + lines.toLocaleString('en') + ' lines)');
+    d.append(sum);
+    d.addEventListener('toggle', () => {
+      if (d.open && d.childNodes.length === 1) d.append(fullText(text));
+    });
+    wrap.append(d);
+    return wrap;
+  }
+
+  // fullText is a long text in pieces of about 32 KB, each laid out only
+  // when scrolled into view (content-visibility in app.css): a 1 MiB result
+  // opens at once and scrolls smoothly.
+  function fullText(text) {
+    const box = el('div', 'fulltext');
+    const CHUNK = 32768;
+    for (let i = 0; i < text.length;) {
+      let j = Math.min(text.length, i + CHUNK);
+      const nl = text.indexOf('\n', j);
+      if (j < text.length && nl !== -1 && nl - j < 4096) j = nl + 1;
+      box.append(el('pre', 'chunk', text.slice(i, j)));
+      i = j;
+    }
+    return box;
+  }
+
+  // ------------------------------------------------------------ markdown
+
+  // safeURL accepts absolute http(s) URLs only: no javascript:, data:,
+  // relative or protocol-relative links.
+  function safeURL(u) {
+    if (!/^https?:\/\/[^\s]/i.test(u)) return null;
+    try {
+      const url = new URL(u);
+      return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function link(label, href, parent, depth) {
+    const a = el('a');
+    a.href = href;
+    a.rel = 'noopener noreferrer nofollow';
+    a.target = '_blank';
+    a.title = href;
+    if (label === null) a.textContent = href;
+    else inline(label, a, depth + 1);
+    parent.append(a);
+  }
+
+  // Inline: `code`, **bold**, __bold__, *italic*, _italic_, [text](url),
+  // bare http(s) URLs. Anything else, HTML included, stays text.
+  const INLINE = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__(?!\w)|\*(?=[^\s*])([\s\S]*?[^\s*])\*(?!\*)|(?<![\w])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\w])|(!?)\[([^\[\]\n]{1,1000})\]\(\s*<?([^\s<>]{1,4000}?)>?(?:\s+"[^"\n]*")?\s*\)|(https?:\/\/[^\s<>"'`]*[^\s<>"'`.,;:!?)\]])/g;
+
+  function inline(text, parent, depth) {
+    depth = depth || 0;
+    if (depth > 6) {
+      parent.append(document.createTextNode(text));
+      return;
+    }
+    const re = new RegExp(INLINE.source, 'g');
+    let last = 0;
+    let m;
+    while ((m = re.exec(text)) !== null) {
+      if (m.index > last) parent.append(document.createTextNode(text.slice(last, m.index)));
+      last = re.lastIndex;
+      if (m[1] !== undefined) {
+        parent.append(el('code', null, m[2]));
+      } else if (m[3] !== undefined || m[4] !== undefined) {
+        const s = el('strong');
+        inline(m[3] !== undefined ? m[3] : m[4], s, depth + 1);
+        parent.append(s);
+      } else if (m[5] !== undefined || m[6] !== undefined) {
+        const s = el('em');
+        inline(m[5] !== undefined ? m[5] : m[6], s, depth + 1);
+        parent.append(s);
+      } else if (m[8] !== undefined) {
+        const href = safeURL(m[9]);
+        if (m[7] === '!' || href === null) {
+          // An image (it would beacon out) or a link that is not http(s):
+          // shown as the text it is.
+          parent.append(document.createTextNode(m[0]));
+        } else {
+          link(m[8], href, parent, depth);
+        }
+      } else if (m[10] !== undefined) {
+        const href = safeURL(m[10]);
+        if (href === null) parent.append(document.createTextNode(m[10]));
+        else link(null, href, parent, depth);
+      }
+      if (re.lastIndex === m.index) re.lastIndex++;
+    }
+    if (last < text.length) parent.append(document.createTextNode(text.slice(last)));
+  }
+
+  const LIST_ITEM = /^\s{0,3}([-*+]|\d{1,9}[.)])\s+(.*)$/;
+  const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
+  function isBlockStart(line) {
+    return FENCE.test(line) || LIST_ITEM.test(line) || /^#{1,6}\s/.test(line) || /^\s{0,3}>/.test(line);
+  }
+
+  // Beyond this size a message is shown as plain text: the renderer stays
+  // linear and a huge message cannot stall the page.
+  const MD_MAX = 200000;
+
+  // renderMarkdown returns a fragment: paragraphs, headings, fenced code,
+  // lists, quotes, and the inline subset above. No HTML is ever parsed.
+  function renderMarkdown(src, depth) {
+    depth = depth || 0;
+    const frag = document.createDocumentFragment();
+    src = String(src).replace(/\r\n?/g, '\n');
+    if (src.length > MD_MAX) {
+      frag.append(el('p', 'plain', src));
+      return frag;
+    }
+    const lines = src.split('\n');
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      let m = FENCE.exec(line);
+      if (m) {
+        const fence = m[1];
+        const buf = [];
+        i++;
+        while (i < lines.length && !lines[i].trim().startsWith(fence)) buf.push(lines[i++]);
+        i++;
+        const pre = el('pre');
+        pre.append(el('code', null, buf.join('\n')));
+        frag.append(pre);
+        continue;
+      }
+      if (/^\s*$/.test(line)) { i++; continue; }
+      m = /^(#{1,6})\s+(.*)$/.exec(line);
+      if (m) {
+        const h = el('h' + Math.min(5, m[1].length + 2));
+        inline(m[2], h);
+        frag.append(h);
+        i++;
+        continue;
+      }
+      m = LIST_ITEM.exec(line);
+      if (m) {
+        const ordered = /\d/.test(m[1]);
+        const list = el(ordered ? 'ol' : 'ul');
+        if (ordered && parseInt(m[1], 10) !== 1) list.start = parseInt(m[1], 10);
+        while (i < lines.length) {
+          const mm = LIST_ITEM.exec(lines[i]);
+          if (mm && /\d/.test(mm[1]) === ordered) {
+            const li = el('li');
+            inline(mm[2], li);
+            list.append(li);
+            i++;
+          } else if (!mm && /^\s{2,}\S/.test(lines[i]) && list.lastChild) {
+            list.lastChild.append(document.createTextNode(' '));
+            inline(lines[i].trim(), list.lastChild);
+            i++;
+          } else {
+            break;
+          }
+        }
+        frag.append(list);
+        continue;
+      }
+      if (/^\s{0,3}>/.test(line) && depth < 8) {
+        const buf = [];
+        while (i < lines.length && /^\s{0,3}>/.test(lines[i])) buf.push(lines[i++].replace(/^\s{0,3}>\s?/, ''));
+        const bq = el('blockquote');
+        bq.append(renderMarkdown(buf.join('\n'), depth + 1));
+        frag.append(bq);
+        continue;
+      }
+      const p = el('p');
+      let first = true;
+      while (i < lines.length && !/^\s*$/.test(lines[i]) && (first || !isBlockStart(lines[i]))) {
+        if (!first) p.append(el('br'));
+        inline(lines[i], p);
+        first = false;
+        i++;
+      }
+      frag.append(p);
+    }
+    return frag;
+  }
+
+  // ---------------------------------------------------------------- state
+
+  const state = {
+    skills: new Map(), // name → skill
+    convs: [],
+    current: null, // conversation id
+    running: new Set(), // conversations with a turn running
+    cards: new Map(), // call id → card (current conversation)
+    approvals: new Map(), // approval id → approval_request frame
+    shown: null, // approval id in the dialog
+    answered: new Set(), // approval ids answered from this tab
+    stream: null, // {li, body, text, scheduled}
+    noProvider: false,
+    ws: null,
+    wsUp: false,
+    retry: 0,
+    pendingInvoke: false,
+  };
+
+  // ------------------------------------------------------------------ api
+
+  class APIError extends Error {
+    constructor(status, kind, detail) {
+      super(detail);
+      this.status = status;
+      this.kind = kind;
+    }
+  }
+
+  async function api(method, path, body) {
+    const init = { method, credentials: 'same-origin', headers: {} };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const resp = await fetch(path, init);
+    if (resp.status === 204) return null;
+    let data = null;
+    try { data = await resp.json(); } catch (e) { data = null; }
+    if (!resp.ok) {
+      const err = (data && data.error) || { kind: 'internal', detail: 'HTTP ' + resp.status };
+      if (resp.status === 401) showSignin('Your session ended: sign in again.');
+      throw new APIError(resp.status, err.kind, err.detail);
+    }
+    return data;
+  }
+
+  // -------------------------------------------------------------- sign-in
+
+  async function createSession(token) {
+    const resp = await fetch('/api/session', {
+      method: 'POST', credentials: 'same-origin', headers: { Authorization: 'Bearer ' + token },
+    });
+    if (resp.status === 401) throw new Error('That token is not this server\'s token.');
+    if (!resp.ok) throw new Error('Signing in failed (HTTP ' + resp.status + ').');
+  }
+
+  function showSignin(message) {
+    $('app').hidden = true;
+    $('signin').hidden = false;
+    $('signin-error').textContent = message || '';
+    if (state.ws) { state.ws.onclose = null; state.ws.close(); state.ws = null; }
+    $('signin-token').focus();
+  }
+
+  $('signin-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const input = $('signin-token');
+    const token = input.value.trim().replace(/^.*#token=/, '');
+    input.value = '';
+    try {
+      await createSession(token);
+      $('signin-error').textContent = '';
+      await start();
+    } catch (e) {
+      $('signin-error').textContent = e.message;
+      input.focus();
+    }
+  });
+
+  // ---------------------------------------------------------------- boot
+
+  async function boot() {
+    let convFromHash = null;
+    const h = location.hash.slice(1);
+    const tm = /(?:^|&)token=([^&]*)/.exec(h);
+    const cm = /(?:^|&)c=(c_[0-9a-f]{1,64})(?:&|$)/.exec(h);
+    if (cm) convFromHash = cm[1];
+    if (tm) {
+      // The token leaves the address bar (and history) before anything else.
+      history.replaceState(null, '', location.pathname + location.search + (cm ? '#c=' + cm[1] : ''));
+      try {
+        await createSession(decodeURIComponent(tm[1]));
+      } catch (e) {
+        showSignin(e.message);
+        return;
+      }
+    }
+    await start(convFromHash);
+  }
+
+  async function start(convID) {
+    try {
+      await loadSkills();
+    } catch (e) {
+      if (!(e instanceof APIError && e.status === 401)) showSignin('The server did not answer: ' + e.message);
+      return;
+    }
+    $('signin').hidden = true;
+    $('app').hidden = false;
+    connect();
+    await loadConversations();
+    if (convID && state.convs.some((c) => c.id === convID)) await openConversation(convID);
+    else newConversationView();
+    document.body.dataset.readyMs = String(Math.round(performance.now()));
+    document.body.dataset.ready = '1';
+  }
+
+  // ------------------------------------------------------------ websocket
+
+  function connect() {
+    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/ws');
+    state.ws = ws;
+    setConn('connecting…', false);
+    ws.onopen = () => {
+      state.wsUp = true;
+      state.retry = 0;
+      setConn('connected', false);
+      if (state.current) wsSend({ type: 'subscribe', conversation_id: state.current });
+    };
+    ws.onmessage = (ev) => {
+      let f;
+      try { f = JSON.parse(ev.data); } catch (e) { return; }
+      if (f && typeof f === 'object') onFrame(f);
+    };
+    ws.onclose = () => {
+      state.wsUp = false;
+      if (state.ws !== ws) return;
+      setConn('disconnected: reconnecting…', true);
+      const wait = Math.min(5000, 250 * 2 ** state.retry++);
+      setTimeout(async () => {
+        if (state.ws !== ws) return;
+        try { await api('GET', '/api/skills'); } catch (e) { if (e.status === 401) return; }
+        if (state.ws === ws) connect();
+      }, wait);
+    };
+  }
+
+  function wsSend(f) {
+    if (!state.ws || state.ws.readyState !== WebSocket.OPEN) {
+      banner('Not connected to buddy: try again in a moment.');
+      return false;
+    }
+    state.ws.send(JSON.stringify(f));
+    return true;
+  }
+
+  function setConn(text, bad) {
+    $('conn-status').textContent = text;
+    $('conn-status').classList.toggle('bad', bad);
+  }
+
+  function onFrame(f) {
+    const here = f.conversation_id && f.conversation_id === state.current;
+    switch (f.type) {
+      case 'conversation':
+        if (state.pendingInvoke) {
+          state.pendingInvoke = false;
+          setCurrent(f.conversation_id);
+          loadConversations();
+        }
+        break;
+      case 'delta':
+        if (here) onDelta(f.text || '');
+        break;
+      case 'message':
+        if (here && f.role === 'assistant') finishStream(f.text || '');
+        break;
+      case 'tool_call':
+        if (here) { finishStream(null); upsertCard(f); }
+        break;
+      case 'tool_result':
+        if (here) upsertCard(f);
+        break;
+      case 'approval_request':
+        state.approvals.set(f.id, f);
+        if (here) cardNote(f.call_id, 'Waiting for your approval…', '');
+        showNextApproval();
+        break;
+      case 'approval_resolved':
+        onResolved(f);
+        break;
+      case 'done':
+        state.running.delete(f.conversation_id);
+        if (here) {
+          finishStream(null);
+          if (f.reason === 'canceled') note('Stopped.');
+          else if (f.reason === 'max_iterations') note('The turn stopped at the round limit.');
+          updateComposer();
+        }
+        touchConversation(f.conversation_id);
+        break;
+      case 'error':
+        onErrorFrame(f);
+        break;
+    }
+  }
+
+  function onErrorFrame(f) {
+    if (f.conversation_id && f.conversation_id !== state.current) return;
+    if (f.kind === 'config') {
+      state.noProvider = true;
+      if (f.conversation_id) state.running.delete(f.conversation_id);
+      const lastUser = $('messages').querySelector('li.msg.user:last-child');
+      if (lastUser) lastUser.append(el('div', 'muted small', 'not sent: no model to answer it'));
+      banner('No LLM provider is configured, so nobody can answer messages yet. ' + f.detail +
+        ' You can still run a skill directly below.');
+      showInvoke();
+      updateComposer();
+      return;
+    }
+    if (f.conversation_id) state.running.delete(f.conversation_id);
+    finishStream(null);
+    note('Error (' + f.kind + '): ' + f.detail, true);
+    updateComposer();
+  }
+
+  // --------------------------------------------------------------- skills
+
+  async function loadSkills() {
+    const data = await api('GET', '/api/skills');
+    state.skills = new Map((data.skills || []).map((s) => [s.name, s]));
+    renderSkills();
+  }
+
+  const POLICY = {
+    always: 'asks before every call',
+    once: 'asks once per conversation',
+    trust: 'runs without asking',
+  };
+
+  function renderSkills() {
+    const list = $('skill-list');
+    list.replaceChildren();
+    const sel = $('invoke-skill');
+    sel.replaceChildren();
+    for (const s of state.skills.values()) {
+      const li = el('li');
+      const head = el('div', 'card-head');
+      head.append(el('span', 'skill-name', s.name), el('span', 'level ' + s.permission_level, s.permission_level));
+      if (s.version) head.append(el('span', 'muted small', 'v' + s.version));
+      li.append(head);
+      if (s.description) li.append(el('div', 'small', s.description));
+      li.append(el('div', 'small', 'Approval: ' + (POLICY[s.approval] || s.approval)));
+      const t = el('ul', 'small');
+      if (!s.touches || s.touches.length === 0) t.append(el('li', 'muted', 'touches nothing outside its sandbox'));
+      else for (const x of s.touches) t.append(el('li', null, visible(x)));
+      li.append(t);
+      if (s.status !== 'ready') li.append(el('div', 'error small', 'cannot run: ' + s.status + (s.problem ? ' (' + s.problem + ')' : '')));
+      else {
+        const b = el('button', 'small', 'Run…');
+        b.type = 'button';
+        b.setAttribute('aria-label', 'Run ' + s.name + ' directly');
+        b.addEventListener('click', () => { showInvoke(s.name); $('invoke-args').focus(); });
+        li.append(b);
+        const o = el('option', null, s.name);
+        o.value = s.name;
+        sel.append(o);
+      }
+      list.append(li);
+    }
+    if (sel.options.length) fillArgs(sel.value);
+  }
+
+  function fillArgs(name) {
+    const s = state.skills.get(name);
+    const props = (s && s.input_schema && s.input_schema.properties) || {};
+    const tmpl = {};
+    for (const [k, v] of Object.entries(props)) {
+      tmpl[k] = v && v.type === 'string' ? '' : v && (v.type === 'integer' || v.type === 'number') ? 0 : v && v.type === 'boolean' ? false : null;
+    }
+    $('invoke-args').value = JSON.stringify(tmpl, null, 2);
+  }
+
+  function showInvoke(name) {
+    $('invoke-panel').hidden = false;
+    if (name) { $('invoke-skill').value = name; fillArgs(name); }
+  }
+
+  $('invoke-skill').addEventListener('change', (e) => fillArgs(e.target.value));
+  $('invoke-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    let args;
+    try {
+      args = JSON.parse($('invoke-args').value);
+    } catch (e) {
+      $('invoke-error').textContent = 'The arguments are not JSON: ' + e.message;
+      return;
+    }
+    if (!args || typeof args !== 'object' || Array.isArray(args)) {
+      $('invoke-error').textContent = 'The arguments must be a JSON object.';
+      return;
+    }
+    $('invoke-error').textContent = '';
+    const f = { type: 'invoke', skill: $('invoke-skill').value, arguments: args };
+    if (state.current) f.conversation_id = state.current;
+    else state.pendingInvoke = true;
+    wsSend(f);
+  });
+
+  $('skills-toggle').addEventListener('click', () => {
+    const open = $('skills').hidden;
+    $('skills').hidden = !open;
+    $('skills-toggle').setAttribute('aria-expanded', String(open));
+    if (open) $('skills-title').setAttribute('tabindex', '-1'), $('skills-title').focus();
+  });
+
+  // --------------------------------------------------------- conversations
+
+  async function loadConversations() {
+    try {
+      const data = await api('GET', '/api/conversations');
+      state.convs = data.conversations || [];
+    } catch (e) {
+      return;
+    }
+    renderConversations();
+  }
+
+  function renderConversations() {
+    const list = $('conv-list');
+    list.replaceChildren();
+    $('conv-empty').hidden = state.convs.length > 0;
+    for (const c of state.convs) {
+      const li = el('li');
+      if (c.id === state.current) li.className = 'current';
+      const title = visible(c.title || 'Untitled');
+      const open = el('button', 'open', title);
+      open.type = 'button';
+      open.title = title;
+      if (c.id === state.current) open.setAttribute('aria-current', 'page');
+      open.addEventListener('click', () => openConversation(c.id));
+      const waiting = [...state.approvals.values()].some((a) => a.conversation_id === c.id);
+      if (waiting) open.prepend(el('span', 'badge', '● '));
+      const del = el('button', 'delete', '✕');
+      del.type = 'button';
+      del.setAttribute('aria-label', 'Delete conversation ' + title);
+      del.addEventListener('click', () => deleteConversation(c.id, title, del));
+      li.append(open, del);
+      list.append(li);
+    }
+  }
+
+  function touchConversation() {
+    loadConversations();
+  }
+
+  function setCurrent(id) {
+    state.current = id;
+    history.replaceState(null, '', location.pathname + location.search + (id ? '#c=' + id : ''));
+    const c = state.convs.find((x) => x.id === id);
+    $('chat-title').textContent = c ? visible(c.title || 'Untitled') : id ? 'Conversation' : 'New conversation';
+    renderConversations();
+  }
+
+  function newConversationView() {
+    setCurrent(null);
+    state.cards.clear();
+    state.stream = null;
+    $('messages').replaceChildren();
+    clearBanner();
+    if (state.noProvider) showInvoke();
+    updateComposer();
+  }
+
+  async function openConversation(id) {
+    const t0 = performance.now();
+    let data;
+    try {
+      data = await api('GET', '/api/conversations/' + encodeURIComponent(id));
+    } catch (e) {
+      banner('Could not open the conversation: ' + e.message);
+      return;
+    }
+    setCurrent(id);
+    clearBanner();
+    state.cards.clear();
+    state.stream = null;
+    const t1 = performance.now();
+    renderHistory(data);
+    // How long opening took (fetch + render) and rendering alone, in ms.
+    document.body.dataset.openMs = (performance.now() - t0).toFixed(1);
+    document.body.dataset.renderMs = (performance.now() - t1).toFixed(1);
+    wsSend({ type: 'subscribe', conversation_id: id });
+    closeSidebar();
+    updateComposer();
+    $('composer-text').focus();
+  }
+
+  // The first click on ✕ asks (the button says "Delete?"), the second,
+  // within a few seconds, deletes.
+  async function deleteConversation(id, title, btn) {
+    if (!btn.dataset.armed) {
+      btn.dataset.armed = '1';
+      btn.textContent = 'Delete?';
+      btn.setAttribute('aria-label', 'Confirm: delete conversation ' + title + ' (its calls in flight are canceled)');
+      setTimeout(() => {
+        if (!btn.isConnected) return;
+        delete btn.dataset.armed;
+        btn.textContent = '✕';
+        btn.setAttribute('aria-label', 'Delete conversation ' + title);
+      }, 4000);
+      return;
+    }
+    try {
+      await api('DELETE', '/api/conversations/' + encodeURIComponent(id));
+    } catch (e) {
+      banner('Could not delete it: ' + e.message);
+      return;
+    }
+    for (const [aid, a] of state.approvals) if (a.conversation_id === id) state.approvals.delete(aid);
+    if (state.current === id) newConversationView();
+    await loadConversations();
+    showNextApproval();
+  }
+
+  $('new-conv').addEventListener('click', async () => {
+    newConversationView();
+    closeSidebar();
+    $('composer-text').focus();
+  });
+
+  $('menu-toggle').addEventListener('click', () => {
+    const open = !$('sidebar').classList.contains('open');
+    $('sidebar').classList.toggle('open', open);
+    $('menu-toggle').setAttribute('aria-expanded', String(open));
+    if (open) $('new-conv').focus();
+  });
+  function closeSidebar() {
+    $('sidebar').classList.remove('open');
+    $('menu-toggle').setAttribute('aria-expanded', 'false');
+  }
+
+  // -------------------------------------------------------------- history
+
+  function renderHistory(data) {
+    const box = $('messages');
+    const frag = document.createDocumentFragment();
+    const byCall = new Map();
+    for (const a of data.approvals || []) byCall.set(a.call_id, a);
+    for (const m of data.messages || []) {
+      if (m.role === 'user') frag.append(userItem(m.text || ''));
+      else if (m.role === 'assistant') {
+        if (m.text) frag.append(assistantItem(m.text, false).li);
+      } else if (m.role === 'tool') {
+        const card = makeCard({ call_id: m.call_id, skill: m.skill, arguments: m.arguments });
+        fillResult(card, m);
+        const a = byCall.get(m.call_id);
+        if (a) setCardNote(card, approvalText(a.status, a.decided_by), a.status === 'approved' ? 'ok' : 'fail');
+        frag.append(card.li);
+      }
+    }
+    box.replaceChildren(frag);
+    box.scrollTop = box.scrollHeight;
+  }
+
+  function approvalText(status, by) {
+    switch (status) {
+      case 'approved': return 'Approved' + (by === 'user' ? ' by you' : '');
+      case 'denied': return 'Denied' + (by === 'user' ? ' by you' : '');
+      case 'expired': return 'Approval expired: denied';
+      case 'canceled': return 'Approval canceled';
+      case 'pending': return 'Waiting for your approval…';
+    }
+    return status;
+  }
+
+  // ------------------------------------------------------------- messages
+
+  function atBottom() {
+    const b = $('messages');
+    return b.scrollHeight - b.scrollTop - b.clientHeight < 80;
+  }
+
+  function append(li) {
+    const stick = atBottom();
+    $('messages').append(li);
+    if (stick) $('messages').scrollTop = $('messages').scrollHeight;
+  }
+
+  function userItem(text) {
+    const li = el('li', 'msg user');
+    li.append(el('div', 'msg-role', 'You'), el('div', 'msg-body', visible(text)));
+    return li;
+  }
+
+  function assistantItem(text, streaming) {
+    const li = el('li', 'msg assistant' + (streaming ? ' streaming' : ''));
+    const body = el('div', 'msg-body md');
+    li.append(el('div', 'msg-role', 'buddy'), body);
+    body.append(renderMarkdown(text));
+    return { li, body };
+  }
+
+  function note(text, isErr) {
+    append(el('li', 'msg note' + (isErr ? ' err' : ''), text));
+  }
+
+  function onDelta(text) {
+    if (!state.stream) {
+      const { li, body } = assistantItem('', true);
+      state.stream = { li, body, text: '', scheduled: false };
+      append(li);
+    }
+    const s = state.stream;
+    s.text += text;
+    if (!s.scheduled) {
+      s.scheduled = true;
+      requestAnimationFrame(() => {
+        s.scheduled = false;
+        const stick = atBottom();
+        s.body.replaceChildren(renderMarkdown(s.text));
+        if (stick) $('messages').scrollTop = $('messages').scrollHeight;
+      });
+    }
+  }
+
+  // finishStream ends the streamed message with its final text (null:
+  // keep what was streamed).
+  function finishStream(text) {
+    const s = state.stream;
+    if (!s) {
+      if (text) append(assistantItem(text, false).li);
+      return;
+    }
+    state.stream = null;
+    s.li.classList.remove('streaming');
+    s.body.replaceChildren(renderMarkdown(text !== null ? text : s.text));
+  }
+
+  // ---------------------------------------------------------------- cards
+
+  function makeCard(f) {
+    const li = el('li', 'msg tool');
+    const card = el('section', 'card');
+    card.setAttribute('aria-label', 'Tool call ' + f.skill);
+    const head = el('div', 'card-head');
+    const skill = state.skills.get(f.skill);
+    const level = skill ? skill.permission_level : 'unknown';
+    const status = el('span', 'status', 'running…');
+    status.setAttribute('role', 'status');
+    head.append(el('span', 'card-skill', visible(f.skill)), el('span', 'level ' + level, level), status);
+    const args = el('details');
+    args.append(el('summary', null, 'Arguments'), folded(pretty(f.arguments), 2000));
+    args.open = JSON.stringify(f.arguments || {}).length < 300;
+    const apNote = el('div', 'small ap-note');
+    const result = el('div', 'result');
+    card.append(head, args, apNote, result);
+    li.append(card);
+    const c = { li, status, result, apNote, callID: f.call_id };
+    if (f.call_id) state.cards.set(f.call_id, c);
+    return c;
+  }
+
+  function upsertCard(f) {
+    let c = state.cards.get(f.call_id);
+    if (!c) {
+      c = makeCard(f);
+      append(c.li);
+    }
+    if (f.type === 'tool_result') fillResult(c, f);
+  }
+
+  function fillResult(c, f) {
+    c.result.replaceChildren();
+    if (f.ok) {
+      c.status.textContent = 'done' + (f.duration_ms ? ' in ' + f.duration_ms.toFixed(1) + ' ms' : '');
+      c.status.className = 'status ok';
+      const text = pretty(f.result);
+      const d = el('details');
+      d.open = text.length < 2000;
+      d.append(el('summary', null, 'Result (' + fmtBytes(text.length) + ')'), folded(text, 2000));
+      c.result.append(d);
+    } else if (f.ok === false) {
+      const e = f.error || {};
+      c.status.textContent = 'failed: ' + (e.kind || 'error');
+      c.status.className = 'status fail';
+      c.result.append(el('div', 'error small', visible((e.kind ? e.kind + ': ' : '') + (e.detail || ''))));
+    }
+  }
+
+  function setCardNote(c, text, cls) {
+    c.apNote.textContent = text;
+    c.apNote.className = 'small ap-note ' + (cls ? 'status ' + cls : '');
+  }
+
+  function cardNote(callID, text, cls) {
+    const c = state.cards.get(callID);
+    if (c) setCardNote(c, text, cls);
+  }
+
+  // ------------------------------------------------------------- composer
+
+  function updateComposer() {
+    const running = state.current && state.running.has(state.current);
+    $('send').disabled = !!running;
+    $('cancel').hidden = !running;
+  }
+
+  $('composer').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const ta = $('composer-text');
+    const text = ta.value.trim();
+    if (!text || (state.current && state.running.has(state.current))) return;
+    if (!state.current) {
+      try {
+        const data = await api('POST', '/api/conversations', { title: text.slice(0, 80) });
+        setCurrent(data.conversation_id);
+        wsSend({ type: 'subscribe', conversation_id: data.conversation_id });
+        loadConversations();
+      } catch (e) {
+        banner('Could not start a conversation: ' + e.message);
+        return;
+      }
+    }
+    ta.value = '';
+    append(userItem(text));
+    $('messages').scrollTop = $('messages').scrollHeight;
+    state.running.add(state.current);
+    updateComposer();
+    if (!wsSend({ type: 'send', conversation_id: state.current, text })) {
+      state.running.delete(state.current);
+      updateComposer();
+    }
+  });
+
+  $('composer-text').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      $('composer').requestSubmit();
+    }
+  });
+
+  $('cancel').addEventListener('click', () => {
+    if (state.current) wsSend({ type: 'cancel', conversation_id: state.current });
+  });
+
+  function banner(text) {
+    $('banner').textContent = text;
+    $('banner').hidden = false;
+  }
+  function clearBanner() {
+    $('banner').hidden = true;
+    $('banner').textContent = '';
+  }
+
+  // ------------------------------------------------------------- approval
+
+  const ARM_MS = 800; // Approve stays disabled this long after the dialog opens
+  let countdown = null;
+  let armTimer = null;
+  let dialogExpired = false;
+
+  function showNextApproval() {
+    updateBadge();
+    renderConversations();
+    if (state.shown && state.approvals.has(state.shown)) return;
+    if (dialogExpired) return; // the expired notice stays until closed
+    const next = state.approvals.values().next();
+    if (next.done) {
+      closeDialog();
+      return;
+    }
+    openDialog(next.value);
+  }
+
+  // touched describes, in plain words, what the arguments point at.
+  function touched(args) {
+    const out = [];
+    if (!args || typeof args !== 'object') return out;
+    for (const [k, v] of Object.entries(args)) {
+      if (typeof v !== 'string') continue;
+      if (/(^|_)(path|file|dir|directory)$/i.test(k)) out.push('the file or directory ' + visible(v));
+      else if (/(^|_)url$/i.test(k)) {
+        let host = null;
+        try { host = new URL(v).host; } catch (e) { host = null; }
+        out.push(host ? 'the web host ' + visible(host) + ' (' + visible(v) + ')' : 'the address ' + visible(v));
+      }
+    }
+    return out;
+  }
+
+  function openDialog(a) {
+    const dlg = $('approval');
+    state.shown = a.id;
+    dialogExpired = false;
+    $('ap-skill').textContent = visible(a.skill_name);
+    $('ap-level').textContent = a.permission_level;
+    const where = touched(a.arguments);
+    $('approval-what').textContent = visible(a.skill_name) + ' wants to run' +
+      (where.length ? ' on ' + where.join(' and ') : '') + '. Nothing runs unless you approve.';
+    const conv = state.convs.find((c) => c.id === a.conversation_id);
+    $('ap-conv').textContent = a.conversation_id === state.current ? '' :
+      'In another conversation: ' + visible(conv ? conv.title || a.conversation_id : a.conversation_id);
+    const n = state.approvals.size;
+    $('ap-queue').textContent = n > 1 ? '(' + n + ' requests waiting)' : '';
+    const t = $('ap-touches');
+    t.replaceChildren();
+    for (const w of where) t.append(el('li', null, w));
+    for (const g of a.touches || []) t.append(el('li', null, 'may ' + visible(g)));
+    if (!t.childNodes.length) t.append(el('li', 'muted', 'nothing named in its arguments or grants'));
+    const dl = $('ap-args');
+    dl.replaceChildren();
+    if (a.arguments && typeof a.arguments === 'object' && !Array.isArray(a.arguments)) {
+      const keys = Object.keys(a.arguments);
+      if (!keys.length) dl.append(el('dd', 'muted', '(no arguments)'));
+      for (const k of keys) {
+        const v = a.arguments[k];
+        dl.append(el('dt', null, visible(k)));
+        const dd = el('dd');
+        const text = pretty(v);
+        if (typeof v === 'string') dd.append(el('div', 'folded-note', fmtBytes(new TextEncoder().encode(v).length) + ', ' + v.split('\n').length + ' lines'));
+        dd.append(folded(text, 600));
+        dl.append(dd);
+      }
+    } else {
+      dl.append(el('dd'), folded(pretty(a.arguments), 600));
+    }
+    $('ap-state').textContent = '';
+    $('ap-state').className = 'ap-state';
+    $('ap-approve').hidden = false;
+    $('ap-deny').hidden = false;
+    $('ap-close').hidden = true;
+    $('ap-deny').disabled = false;
+    $('ap-approve').disabled = true;
+    clearTimeout(armTimer);
+    armTimer = setTimeout(() => { if (state.shown === a.id && !dialogExpired) $('ap-approve').disabled = false; }, ARM_MS);
+    tick();
+    clearInterval(countdown);
+    countdown = setInterval(tick, 250);
+    if (!dlg.open) dlg.showModal();
+    $('ap-deny').focus();
+    updateBadge();
+  }
+
+  function tick() {
+    const a = state.approvals.get(state.shown);
+    if (!a) return;
+    const left = Math.max(0, Math.round((Date.parse(a.expires_at) - Date.now()) / 1000));
+    const mm = Math.floor(left / 60);
+    const ss = String(left % 60).padStart(2, '0');
+    $('ap-countdown').textContent = left > 0 ? 'Expires in ' + mm + ':' + ss + ': no answer by then means deny.' : 'Expiring now…';
+    if (left === 0) $('ap-approve').disabled = true;
+  }
+
+  function showExpired(text) {
+    dialogExpired = true;
+    clearInterval(countdown);
+    $('ap-state').textContent = text;
+    $('ap-state').className = 'ap-state expired';
+    $('ap-countdown').textContent = '';
+    $('ap-approve').hidden = true;
+    $('ap-deny').hidden = true;
+    $('ap-close').hidden = false;
+    $('ap-close').focus();
+  }
+
+  function closeDialog() {
+    clearInterval(countdown);
+    clearTimeout(armTimer);
+    state.shown = null;
+    dialogExpired = false;
+    const dlg = $('approval');
+    if (dlg.open) dlg.close();
+    updateBadge();
+  }
+
+  function onResolved(f) {
+    const a = state.approvals.get(f.id);
+    state.approvals.delete(f.id);
+    const mine = state.answered.delete(f.id);
+    if (f.conversation_id === state.current && a) {
+      let text;
+      if (f.reason === 'timeout') text = 'Approval expired: nobody answered in time, so it was denied';
+      else if (f.reason === 'canceled') text = 'Approval canceled';
+      else text = (f.approved ? 'Approved' : 'Denied') + (mine ? ' by you' : ' in another tab');
+      cardNote(a.call_id, text, f.approved ? 'ok' : 'fail');
+    }
+    if (state.shown === f.id) {
+      if (f.reason === 'timeout') {
+        showExpired('Expired: nobody answered in time, so ' + (a ? visible(a.skill_name) : 'the call') + ' was denied.');
+        updateBadge();
+        renderConversations();
+        return;
+      }
+      state.shown = null;
+      if (!mine) {
+        // Answered elsewhere: say so where the user was looking.
+        const msg = f.reason === 'canceled' ? 'The call was canceled.' : 'Answered in another tab (' + (f.approved ? 'approved' : 'denied') + ').';
+        setConn(msg, false);
+      }
+    }
+    showNextApproval();
+  }
+
+  async function answer(approved) {
+    const a = state.approvals.get(state.shown);
+    if (!a || dialogExpired) return;
+    if (approved && $('ap-approve').disabled) return;
+    $('ap-approve').disabled = true;
+    $('ap-deny').disabled = true;
+    state.answered.add(a.id);
+    try {
+      await api('POST', '/api/chat/' + encodeURIComponent(a.conversation_id) + '/approve',
+        { approval_id: a.id, approved, arguments_hash: a.arguments_hash });
+      $('ap-state').textContent = approved ? 'Approved.' : 'Denied.';
+    } catch (e) {
+      state.answered.delete(a.id);
+      if (e.status === 410) showExpired('Expired: this request can no longer be answered; the call was denied.');
+      else if (e.status === 409 || e.status === 404) {
+        state.approvals.delete(a.id);
+        state.shown = null;
+        showNextApproval();
+      } else {
+        $('ap-state').textContent = 'Could not answer: ' + e.message;
+        $('ap-deny').disabled = false;
+        $('ap-approve').disabled = false;
+      }
+    }
+  }
+
+  $('ap-approve').addEventListener('click', () => answer(true));
+  $('ap-deny').addEventListener('click', () => answer(false));
+  $('ap-close').addEventListener('click', () => {
+    const id = state.shown;
+    dialogExpired = false;
+    state.shown = null;
+    state.approvals.delete(id);
+    closeDialog();
+    showNextApproval();
+    $('composer-text').focus();
+  });
+  $('approval').addEventListener('cancel', (ev) => {
+    // Esc: deny (or close the expired notice); the dialog never just vanishes.
+    ev.preventDefault();
+    if (dialogExpired) $('ap-close').click();
+    else answer(false);
+  });
+  $('approval').addEventListener('keydown', (ev) => {
+    if (ev.repeat || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const k = ev.key.toLowerCase();
+    if (k === 'a') { ev.preventDefault(); answer(true); }
+    else if (k === 'd') { ev.preventDefault(); answer(false); }
+  });
+
+  // The tab says when an approval waits: title and favicon.
+  function updateBadge() {
+    const n = state.approvals.size;
+    document.title = n ? '(' + n + ') Approval needed · buddy' : 'buddy';
+    const icon = $('favicon');
+    const want = n ? 'favicon-alert.svg' : 'favicon.svg';
+    if (!icon.href.endsWith(want)) icon.href = want;
+  }
+
+  boot();
+})();
