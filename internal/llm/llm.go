@@ -5,6 +5,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,7 @@ func Upstream(api string, ctx context.Context, err error, status int, providerMs
 	}
 	var detail string
 	var ne net.Error
+	var syntax *json.SyntaxError
 	switch {
 	case status != 0:
 		detail = (&StatusError{Status: status, Message: clip(providerMsg, 300)}).Error()
@@ -60,13 +62,34 @@ func Upstream(api string, ctx context.Context, err error, status int, providerMs
 		detail = "connection refused: is the server running at [provider] base_url?"
 	case errors.As(err, &ne) && ne.Timeout():
 		detail = "the connection timed out"
+	case errors.As(err, &syntax):
+		detail = "a chunk of the stream is not valid JSON: " + clip(err.Error(), 300)
 	case streaming:
 		detail = "the stream broke off midway: " + clip(err.Error(), 300)
 	default:
 		detail = clip(err.Error(), 300)
 	}
-	return errs.Wrap(errs.ErrUnavailable, api+": "+detail, err)
+	// The detail already says what the cause says, in plain words: the
+	// cause is kept for errors.Is, not repeated in the text.
+	return &upstreamError{msg: api + ": " + detail, cause: err}
 }
+
+// Incomplete is the error of a stream that ended cleanly before the
+// response was complete (no finish_reason, no message_stop): the server
+// stopped or the connection was closed between events.
+func Incomplete(what string) error {
+	return fmt.Errorf("the stream ended before the answer was complete (%s)", what)
+}
+
+// upstreamError is an upstream failure: kind unavailable, its text the
+// detail alone.
+type upstreamError struct {
+	msg   string
+	cause error
+}
+
+func (e *upstreamError) Error() string   { return e.msg }
+func (e *upstreamError) Unwrap() []error { return []error{errs.ErrUnavailable, e.cause} }
 
 func clip(s string, n int) string {
 	s = strings.TrimSpace(s)

@@ -92,6 +92,9 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 		order  []int64
 		finish string
 		got    bool
+		// at maps an upstream tool call index to the key of the call its
+		// pieces belong to now (servers that number every call 0).
+		at = map[int64]int64{}
 	)
 	for stream.Next() {
 		chunk := stream.Current()
@@ -105,13 +108,19 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 				onText(d)
 			}
 			for _, tc := range ch.Delta.ToolCalls {
-				idx := tc.Index
+				idx, seen := at[tc.Index]
+				if !seen {
+					idx = tc.Index
+				}
 				c, ok := calls[idx]
 				if ok && tc.ID != "" && c.ID != "" && tc.ID != c.ID {
-					// A server that numbers every call 0: a new id is a new call.
+					// A server that numbers every call 0: a new id is a
+					// new call, and the pieces without an id that follow
+					// are its own.
 					idx = int64(len(order)) + 1<<32
 					c, ok = nil, false
 				}
+				at[tc.Index] = idx
 				if !ok {
 					c = &agent.ToolCall{}
 					calls[idx] = c
@@ -143,6 +152,11 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 	}
 	if !got {
 		return nil, llm.Upstream(api, ctx, errors.New("the stream ended without a single chunk"), 0, "", false)
+	}
+	if finish == "" {
+		// Every OpenAI-compatible server ends a choice with a
+		// finish_reason: without one, the answer was cut.
+		return nil, llm.Upstream(api, ctx, llm.Incomplete("no finish_reason"), 0, "", false)
 	}
 	resp := &agent.Response{Text: text.String(), StopReason: finish}
 	sort.SliceStable(order, func(i, j int) bool { return order[i] < order[j] })
