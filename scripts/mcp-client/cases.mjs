@@ -10,6 +10,7 @@
 // with the elicitation form accepted, then declined; spin (a loop that
 // exhausts its fuel); write_file from a second client that declares no
 // elicitation capability.
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
@@ -23,7 +24,7 @@ const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
-const sdkVersion = require("@modelcontextprotocol/sdk/package.json").version;
+const sdkVersion = JSON.parse(readFileSync(join(sdkDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"), "utf8")).version;
 
 const [mode, target, ...rest] = process.argv.slice(2);
 const files = process.env.MCP_FILES;
