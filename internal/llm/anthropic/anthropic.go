@@ -99,7 +99,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 	defer stream.Close()
 	blocks := map[int64]*block{}
 	var stop string
-	got := false
+	got, stopped := false, false
 	for stream.Next() {
 		ev := stream.Current()
 		got = true
@@ -130,18 +130,28 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 			if ev.Delta.StopReason != "" {
 				stop = string(ev.Delta.StopReason)
 			}
+		case "message_stop":
+			stopped = true
 		}
 	}
 	if err := stream.Err(); err != nil {
 		status, msg := 0, ""
 		var apiErr *sdk.Error
 		if errors.As(err, &apiErr) {
-			status, msg = apiErr.StatusCode, apiErr.Error()
+			status, msg = apiErr.StatusCode, apiMessage(apiErr)
+			if status < 400 {
+				// An error event inside a stream that began with 200.
+				err = fmt.Errorf("the server sent an error event: %s", msg)
+				status, got = 0, false
+			}
 		}
 		return nil, llm.Upstream(api, ctx, err, status, msg, got)
 	}
 	if !got {
 		return nil, llm.Upstream(api, ctx, errors.New("the stream ended without a single event"), 0, "", false)
+	}
+	if !stopped {
+		return nil, llm.Upstream(api, ctx, llm.Incomplete("no message_stop"), 0, "", false)
 	}
 	idx := make([]int64, 0, len(blocks))
 	for i := range blocks {
@@ -240,4 +250,24 @@ func (p *Provider) params(req agent.Request) (sdk.MessageNewParams, error) {
 		params.Temperature = sdk.Float(*p.opts.Temperature)
 	}
 	return params, nil
+}
+
+// apiMessage is the API's own words from an error body
+// ({"type":"error","error":{"type","message"}}): "type: message", or the raw
+// body when it has another shape.
+func apiMessage(e *sdk.Error) string {
+	var body struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	raw := e.RawJSON()
+	if json.Unmarshal([]byte(raw), &body) == nil && body.Error.Message != "" {
+		if body.Error.Type != "" {
+			return body.Error.Type + ": " + body.Error.Message
+		}
+		return body.Error.Message
+	}
+	return raw
 }

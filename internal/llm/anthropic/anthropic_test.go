@@ -1,0 +1,395 @@
+package anthropic_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buddy-run/buddy/internal/agent"
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/llm/anthropic"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// fake is a Messages API server: each request is answered by the next
+// handler; every request is kept.
+type fake struct {
+	mu       sync.Mutex
+	handlers []http.HandlerFunc
+	bodies   [][]byte
+	headers  []http.Header
+	times    []time.Time
+	srv      *httptest.Server
+}
+
+func newFake(t *testing.T, handlers ...http.HandlerFunc) *fake {
+	f := &fake{handlers: handlers}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.bodies = append(f.bodies, body)
+		f.headers = append(f.headers, r.Header.Clone())
+		f.times = append(f.times, time.Now())
+		n := len(f.bodies)
+		f.mu.Unlock()
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+			t.Errorf("request %s %s, want POST /v1/messages", r.Method, r.URL.Path)
+		}
+		if n > len(f.handlers) {
+			t.Errorf("request %d was not expected", n)
+			http.Error(w, "unexpected", http.StatusTeapot)
+			return
+		}
+		f.handlers[n-1](w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fake) requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.bodies)
+}
+
+func (f *fake) provider(t *testing.T, mod ...func(*anthropic.Options)) *anthropic.Provider {
+	t.Helper()
+	o := anthropic.Options{BaseURL: f.srv.URL, Model: "claude-test", APIKey: "sk-ant-test"}
+	for _, m := range mod {
+		m(&o)
+	}
+	p, err := anthropic.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ev is one SSE event: its name and its data.
+type ev struct{ name, data string }
+
+const messageStart = `{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","content":[],"model":"claude-test","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}`
+
+func start() ev { return ev{"message_start", messageStart} }
+func ping() ev  { return ev{"ping", `{"type": "ping"}`} }
+func textStart(i int) ev {
+	return ev{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i)}
+}
+func textDelta(i int, s string) ev {
+	b, _ := json.Marshal(s)
+	return ev{"content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, i, b)}
+}
+func toolStart(i int, id, name string) ev {
+	return ev{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, i, id, name)}
+}
+func jsonDelta(i int, s string) ev {
+	b, _ := json.Marshal(s)
+	return ev{"content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, i, b)}
+}
+func blockStop(i int) ev {
+	return ev{"content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i)}
+}
+func messageDelta(reason string) ev {
+	return ev{"message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":89}}`, reason)}
+}
+func stop() ev { return ev{"message_stop", `{"type":"message_stop"}`} }
+
+// sse answers with the events, flushed one by one.
+func sse(events ...ev) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range events {
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.name, e.data)
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+func TestStream(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		events    []ev
+		deltas    []string
+		text      string
+		stop      string
+		toolCalls []agent.ToolCall
+	}{
+		{
+			name:   "text",
+			events: []ev{start(), textStart(0), ping(), textDelta(0, "Hel"), textDelta(0, "lo, "), textDelta(0, "wörld"), blockStop(0), messageDelta("end_turn"), stop()},
+			deltas: []string{"Hel", "lo, ", "wörld"}, text: "Hello, wörld", stop: "end_turn",
+		},
+		{
+			name: "text then a tool call with split input",
+			events: []ev{
+				start(), textStart(0), textDelta(0, "Reading it."), blockStop(0),
+				toolStart(1, "toolu_01", "read_file"), jsonDelta(1, ""), jsonDelta(1, `{"pa`), ping(), jsonDelta(1, `th": "notes`), jsonDelta(1, `.txt"}`), blockStop(1),
+				messageDelta("tool_use"), stop(),
+			},
+			deltas: []string{"Reading it."}, text: "Reading it.", stop: "tool_use",
+			toolCalls: []agent.ToolCall{{ID: "toolu_01", Name: "read_file", Arguments: `{"path": "notes.txt"}`}},
+		},
+		{
+			name: "two parallel tool calls",
+			events: []ev{
+				start(),
+				toolStart(0, "toolu_a", "read_file"), jsonDelta(0, `{"path":"a"}`), blockStop(0),
+				toolStart(1, "toolu_b", "write_file"), jsonDelta(1, `{"path":"b",`), jsonDelta(1, `"content":"x"}`), blockStop(1),
+				messageDelta("tool_use"), stop(),
+			},
+			stop:      "tool_use",
+			toolCalls: []agent.ToolCall{{ID: "toolu_a", Name: "read_file", Arguments: `{"path":"a"}`}, {ID: "toolu_b", Name: "write_file", Arguments: `{"path":"b","content":"x"}`}},
+		},
+		{
+			name:      "tool call without input deltas",
+			events:    []ev{start(), toolStart(0, "toolu_n", "now"), blockStop(0), messageDelta("tool_use"), stop()},
+			stop:      "tool_use",
+			toolCalls: []agent.ToolCall{{ID: "toolu_n", Name: "now", Arguments: `{}`}},
+		},
+		{
+			name: "input sent whole at block start",
+			events: []ev{start(), {"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_w","name":"read_file","input":{"path":"a"}}}`},
+				blockStop(0), messageDelta("tool_use"), stop()},
+			stop:      "tool_use",
+			toolCalls: []agent.ToolCall{{ID: "toolu_w", Name: "read_file", Arguments: `{"path":"a"}`}},
+		},
+		{
+			name:   "max_tokens",
+			events: []ev{start(), textStart(0), textDelta(0, "This is cut"), blockStop(0), messageDelta("max_tokens"), stop()},
+			deltas: []string{"This is cut"}, text: "This is cut", stop: "max_tokens",
+		},
+		{
+			name: "thinking block is not text",
+			events: []ev{start(),
+				{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`},
+				{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`},
+				{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"abc"}}`},
+				blockStop(0), textStart(1), textDelta(1, "Yes."), blockStop(1), messageDelta("end_turn"), stop()},
+			deltas: []string{"Yes."}, text: "Yes.", stop: "end_turn",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, sse(tc.events...))
+			var deltas []string
+			resp, err := f.provider(t).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(d string) { deltas = append(deltas, d) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(deltas) != fmt.Sprint(tc.deltas) || resp.Text != tc.text || resp.StopReason != tc.stop {
+				t.Errorf("deltas %q text %q stop %q; want %q %q %q", deltas, resp.Text, resp.StopReason, tc.deltas, tc.text, tc.stop)
+			}
+			if fmt.Sprintf("%+v", resp.ToolCalls) != fmt.Sprintf("%+v", tc.toolCalls) {
+				t.Errorf("tool calls\n%+v\nwant\n%+v", resp.ToolCalls, tc.toolCalls)
+			}
+			h := f.headers[0]
+			if h.Get("X-Api-Key") != "sk-ant-test" || h.Get("Anthropic-Version") == "" {
+				t.Errorf("headers x-api-key %q anthropic-version %q", h.Get("X-Api-Key"), h.Get("Anthropic-Version"))
+			}
+		})
+	}
+}
+
+func fullRequest() agent.Request {
+	return agent.Request{
+		System: "You are buddy.",
+		Messages: []agent.Message{
+			{Role: agent.RoleUser, Text: "Copy notes.txt to out.txt"},
+			{Role: agent.RoleAssistant, Text: "Reading it first.", ToolCalls: []agent.ToolCall{{ID: "toolu_1", Name: "read_file", Arguments: `{"path":"notes.txt"}`}}},
+			{Role: agent.RoleTool, ToolCallID: "toolu_1", ToolName: "read_file", Content: `{"content":"buy oat milk\n"}`},
+			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{
+				{ID: "toolu_2", Name: "write_file", Arguments: `{"path":"out.txt","content":"buy oat milk\n"}`},
+				{ID: "toolu_3", Name: "read_file", Arguments: `{"path":`},
+			}},
+			{Role: agent.RoleTool, ToolCallID: "toolu_2", ToolName: "write_file", Content: "User denied execution of write_file", IsError: true},
+			{Role: agent.RoleTool, ToolCallID: "toolu_3", ToolName: "read_file", Content: "Error (invalid_input): not a JSON object", IsError: true},
+			{Role: agent.RoleAssistant, Text: "You denied the write."},
+			{Role: agent.RoleUser, Text: "ok, try again"},
+		},
+		Tools: []agent.Tool{
+			{Name: "read_file", Description: "Read a text file.", InputSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string", "description": "relative path"}},
+				"required": []any{"path"}, "additionalProperties": false,
+			}},
+			{Name: "now", Description: "The time."},
+		},
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, got, "", "  "); err != nil {
+		t.Fatalf("request body is not JSON: %v\n%s", err, got)
+	}
+	buf.WriteByte('\n')
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("request body differs from %s (go test -update rewrites it):\n%s", path, buf.Bytes())
+	}
+}
+
+func TestRequestBodyGolden(t *testing.T) {
+	ok := sse(start(), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn"), stop())
+	temp := 0.2
+	f := newFake(t, ok, ok)
+	p := f.provider(t, func(o *anthropic.Options) { o.Temperature, o.MaxTokens = &temp, 512 })
+	if _, err := p.Stream(t.Context(), fullRequest(), func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "request_full.golden", f.bodies[0])
+	// max_tokens is required by the API: the default is sent.
+	if _, err := f.provider(t).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "request_minimal.golden", f.bodies[1])
+}
+
+// status answers with an HTTP error in the Anthropic error shape.
+func status(code int, hdr map[string]string, typ, msg string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		for k, v := range hdr {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%q}}`, typ, msg)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	refused := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
+	}()
+	fast := map[string]string{"Retry-After-Ms": "5"}
+	begin := []ev{start(), textStart(0), textDelta(0, "Hel")}
+	for _, tc := range []struct {
+		name     string
+		handlers []http.HandlerFunc
+		baseURL  string
+		timeout  time.Duration
+		want     []string
+		notWant  []string
+		requests int
+		deltas   string
+	}{
+		{name: "connection refused", baseURL: "http://" + refused, want: []string{"connection refused", "base_url"}},
+		{name: "401", handlers: []http.HandlerFunc{status(401, nil, "authentication_error", "invalid x-api-key")}, want: []string{"HTTP 401", "api_key_env", "invalid x-api-key"}, notWant: []string{"sk-ant-test"}, requests: 1},
+		{name: "429 retried then fails", handlers: []http.HandlerFunc{status(429, fast, "rate_limit_error", "slow down"), status(429, fast, "rate_limit_error", "slow down"), status(429, fast, "rate_limit_error", "slow down")}, want: []string{"HTTP 429", "rate limited", "slow down"}, requests: 3},
+		{name: "529 overloaded retried then fails", handlers: []http.HandlerFunc{status(529, fast, "overloaded_error", "Overloaded"), status(529, fast, "overloaded_error", "Overloaded"), status(500, fast, "api_error", "Internal")}, want: []string{"HTTP 500", "server failed", "Internal"}, requests: 3},
+		{name: "stream cut midway", handlers: []http.HandlerFunc{func(w http.ResponseWriter, r *http.Request) {
+			sse(begin...)(w, r)
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+		}}, want: []string{"broke off"}, requests: 1, deltas: "Hel"},
+		{name: "stream ends without message_stop", handlers: []http.HandlerFunc{sse(begin...)}, want: []string{"ended before the answer was complete"}, requests: 1, deltas: "Hel"},
+		{name: "malformed JSON in an event", handlers: []http.HandlerFunc{sse(append(begin, ev{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"`})...)}, want: []string{"not valid JSON"}, requests: 1, deltas: "Hel"},
+		{name: "error event mid-stream", handlers: []http.HandlerFunc{sse(append(begin, ev{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})...)}, want: []string{"overloaded_error", "Overloaded"}, notWant: []string{"HTTP 200"}, requests: 1, deltas: "Hel"},
+		{name: "timeout", timeout: 300 * time.Millisecond, handlers: []http.HandlerFunc{func(w http.ResponseWriter, r *http.Request) {
+			sse(begin...)(w, r)
+			<-r.Context().Done()
+		}}, want: []string{"[provider] timeout"}, requests: 1, deltas: "Hel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, tc.handlers...)
+			p := f.provider(t, func(o *anthropic.Options) {
+				o.Timeout = tc.timeout
+				if tc.baseURL != "" {
+					o.BaseURL = tc.baseURL
+				}
+			})
+			var deltas strings.Builder
+			resp, err := p.Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(d string) { deltas.WriteString(d) })
+			if err == nil {
+				t.Fatalf("no error; response %+v", resp)
+			}
+			if k := errs.KindOf(err); k != errs.KindUnavailable {
+				t.Errorf("kind %s, want unavailable: %v", k, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q says %q", err, w)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "the Anthropic Messages endpoint: ") {
+				t.Errorf("error %q does not name the endpoint", err)
+			}
+			if n := f.requests(); tc.baseURL == "" && n != tc.requests {
+				t.Errorf("%d requests, want %d", n, tc.requests)
+			}
+			if deltas.String() != tc.deltas {
+				t.Errorf("deltas %q, want %q", deltas.String(), tc.deltas)
+			}
+		})
+	}
+}
+
+func TestRetryAfterIsHonouredThenSucceeds(t *testing.T) {
+	f := newFake(t, status(429, map[string]string{"Retry-After": "1"}, "rate_limit_error", "slow down"),
+		sse(start(), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn"), stop()))
+	resp, err := f.provider(t).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != "ok" || f.requests() != 2 {
+		t.Fatalf("text %q after %d requests", resp.Text, f.requests())
+	}
+	if gap := f.times[1].Sub(f.times[0]); gap < 900*time.Millisecond {
+		t.Errorf("retried after %s, before Retry-After: 1", gap)
+	}
+	if !bytes.Equal(f.bodies[0], f.bodies[1]) {
+		t.Errorf("retry body differs")
+	}
+}
+
+func TestCanceledIsNotUnavailable(t *testing.T) {
+	started := make(chan struct{})
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(start(), textStart(0), textDelta(0, "Hel"))(w, r)
+		close(started)
+		<-r.Context().Done()
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	_, err := f.provider(t).Stream(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+	if errs.KindOf(err) != errs.KindCanceled {
+		t.Fatalf("error %v (kind %s), want canceled", err, errs.KindOf(err))
+	}
+}
