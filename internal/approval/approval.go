@@ -44,6 +44,12 @@ type Request struct {
 	Arguments    json.RawMessage // exactly what will be passed to the skill
 	// Touches says in plain words what the skill may touch (from its grant).
 	Touches []string
+	// Targets are what this call would touch, resolved now by the host
+	// functions' own resolvers (catalog.Resolver): shown first, approved as is.
+	Targets []catalog.Target
+	// Reason, when not "", says why the user is asked although the policy
+	// would not ask (a network call after a private read, targets changed).
+	Reason string
 	// Expires is when an unanswered question counts as a denial (zero: no
 	// limit of the gate's own).
 	Expires time.Time
@@ -67,7 +73,9 @@ type Outcome struct {
 	Info     catalog.Info // zero when the skill was not found
 	Asked    bool         // the user was asked
 	Result   *catalog.Result
-	Err      error // nil on success; errs.ErrDenied when refused
+	Targets  []catalog.Target // resolved before the call (the last resolution shown)
+	Reason   string           // why the user was asked beyond the policy, if so
+	Err      error            // nil on success; errs.ErrDenied when refused
 	Started  time.Time
 	Duration time.Duration
 }
@@ -87,6 +95,10 @@ type Options struct {
 	// conversation: internal/instructions.Sessions). A refusal should wrap
 	// errs.ErrForbidden and name why; it is recorded like any other.
 	Guard func(ctx context.Context, req Request) error
+	// AllowAfterPrivateRead lets a network skill run under its policy in a
+	// conversation that has read private data. By default (false) such a
+	// call is asked, whatever the policy ([approval] after_private_read).
+	AllowAfterPrivateRead bool
 }
 
 // Gate decides whether a call may run, and runs it.
@@ -97,6 +109,7 @@ type Gate struct {
 	mu    sync.Mutex
 	once  map[string]map[string]bool // conversation → skill → approved under "once"
 	asked map[onceKey]chan struct{}  // a "once" question in flight, closed when answered
+	read  map[string][]string        // conversation → private data it has read
 }
 
 // onceKey is a (conversation, skill) pair.
@@ -104,7 +117,7 @@ type onceKey struct{ conversation, skill string }
 
 // New returns a gate in front of cat.
 func New(cat catalog.Catalog, opts Options) *Gate {
-	return &Gate{cat: cat, opts: opts, once: map[string]map[string]bool{}, asked: map[onceKey]chan struct{}{}}
+	return &Gate{cat: cat, opts: opts, once: map[string]map[string]bool{}, asked: map[onceKey]chan struct{}{}, read: map[string][]string{}}
 }
 
 // NewGate returns a gate with no catalog that asks through a: only Approve
@@ -155,13 +168,13 @@ func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, err
 		// A one-shot call is its own conversation: "once" asks every time.
 		req.Policy = catalog.Always
 	}
-	o.Asked = req.Policy != catalog.Trust
-	if err := g.Approve(ctx, req); err != nil {
+	if err := g.approveTargets(ctx, c, info, &req, &o); err != nil {
 		o.Err = err
 		return nil, err
 	}
 	res, err := g.cat.Invoke(ctx, c)
 	o.Result, o.Err = res, err
+	g.noteRead(c, info, req.Targets, res, err)
 	return res, err
 }
 
@@ -170,6 +183,7 @@ func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, err
 func (g *Gate) EndConversation(id string) {
 	g.mu.Lock()
 	delete(g.once, id)
+	delete(g.read, id)
 	g.mu.Unlock()
 }
 

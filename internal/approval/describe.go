@@ -26,8 +26,12 @@ const (
 )
 
 // Describe renders req for a person deciding whether to approve it, one field
-// a line:
+// a line, after why it is asked (Request.Reason) and what it will touch
+// (Request.Targets), when known:
 //
+//	asked because: this conversation has read /home/u/tax.pdf; ...
+//	will touch:
+//	  overwrite /home/u/notes/todo.txt (120 bytes now, 10 bytes after; +1 -3 lines)
 //	write_file (mutating) asks to run with:
 //	  path: "notes/todo.txt"
 //	  content: 10,485,760 bytes, first 200: "..."
@@ -48,6 +52,7 @@ func Describe(req Request, width int) string {
 		width = DefaultWidth
 	}
 	var b strings.Builder
+	writeTargets(&b, req)
 	fmt.Fprintf(&b, "%s (%s) asks to run with:", textsafe.Terminal(req.Skill, maxKeyBytes), textsafe.Terminal(string(req.Permission), maxKeyBytes))
 	fields, ok := flatten(req.Arguments)
 	switch {
@@ -316,4 +321,27 @@ func isTarget(key string) bool {
 		}
 	}
 	return false
+}
+
+// writeTargets writes the reason and the resolved targets of req, escaped,
+// each on its own line, before the arguments.
+func writeTargets(b *strings.Builder, req Request) {
+	if req.Reason != "" {
+		b.WriteString("asked because: ")
+		b.WriteString(textsafe.Terminal(req.Reason, maxTargetBytes))
+		b.WriteString("\n")
+	}
+	if len(req.Targets) == 0 {
+		return
+	}
+	b.WriteString("will touch:\n")
+	for i, t := range req.Targets {
+		if i == maxTargets {
+			fmt.Fprintf(b, "  … and %d more\n", len(req.Targets)-i)
+			break
+		}
+		b.WriteString("  ")
+		b.WriteString(textsafe.Terminal(t.String(), 2*maxTargetBytes))
+		b.WriteString("\n")
+	}
 }

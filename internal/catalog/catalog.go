@@ -87,6 +87,8 @@ type Result struct {
 	Output   []byte
 	Fuel     uint64
 	Duration time.Duration
+	// Usage is what the call's host functions touched.
+	Usage Usage
 }
 
 // Info describes a registered skill for a front end: what the LLM and the user
@@ -103,6 +105,11 @@ type Info struct {
 	// Touches says in plain words what the skill may touch ("read files in
 	// /home/u/docs", "GET https://example.com").
 	Touches []string
+	// PrivateData says the skill is granted file reads or memory: a
+	// conversation that ran it may hold private data.
+	PrivateData bool
+	// NetworkAccess says the skill is granted hosts it may fetch from.
+	NetworkAccess bool
 	// Status is "ready", or why the skill cannot run ("verification_failed",
 	// "unavailable"), with Problem saying more.
 	Status  string

@@ -193,13 +193,17 @@ func (r *Registry) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result,
 	if err != nil {
 		return nil, err
 	}
-	res, err := mod.Call(ctx, in)
+	var used hostfns.Usage
+	res, err := mod.Call(hostfns.WithUsage(ctx, &used), in)
 	if err != nil {
+		if u := usage(&used); !u.Empty() {
+			return nil, &catalog.UsageError{Err: err, Usage: u}
+		}
 		return nil, err
 	}
 	return &catalog.Result{
 		Skill: s.Name, Version: s.Manifest.Version, SHA256: s.SHA256,
-		Output: res.Output, Fuel: res.Fuel, Duration: res.Duration,
+		Output: res.Output, Fuel: res.Fuel, Duration: res.Duration, Usage: usage(&used),
 	}, nil
 }
 
@@ -210,6 +214,8 @@ func (s *Skill) Info() catalog.Info {
 		Name: s.Name, Version: m.Version, Description: m.Description, Author: m.Author,
 		Builtin: s.Builtin, Permission: catalog.Permission(m.Permission), Policy: s.Approval,
 		InputSchema: m.InputSchema, Touches: Touches(s.Grants), Status: string(s.Status), SHA256: s.SHA256,
+		PrivateData:   len(s.Grants.Read) > 0 || s.Grants.Namespace != "",
+		NetworkAccess: len(s.Grants.Domains) > 0,
 	}
 	if s.Problem != nil {
 		info.Problem = s.Problem.Error()
