@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,7 +106,11 @@ func BenchmarkFuelOverhead(b *testing.B) {
 //     goroutines (throughput: each call still instantiates a fresh instance,
 //     ahead of demand or not);
 //   - gosdk-naive: Extism go-sdk used naively, Instance + Call + Close;
-//   - native: a Go JSON echo doing the same work, the floor.
+//   - wazero-floor: an import-free module instantiated, called and closed on
+//     bare wazero: what a fresh instance costs before anything Extism does;
+//   - ratio: idle buddy, the wazero floor and naive go-sdk interleaved call
+//     by call; reports buddy/floor and naive/buddy (ratios of medians);
+//   - native: a Go JSON echo doing the same work.
 func BenchmarkCallLatency(b *testing.B) {
 	ctx := context.Background()
 	wasm := benchFixture(b, "echo.wasm")
@@ -191,6 +196,71 @@ func BenchmarkCallLatency(b *testing.B) {
 			p.Close(ctx)
 		}
 	})
+	b.Run("wazero-floor", func(b *testing.B) {
+		f := newFloor(b, ctx)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			f.call(b, ctx)
+		}
+	})
+	// ratio: the three fresh-instance paths interleaved call by call, so that
+	// load from other processes hits them alike; the metrics are ratios of
+	// per-call medians (p50) within the run.
+	b.Run("ratio", func(b *testing.B) {
+		rt, err := New(ctx, Options{Prepared: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close(ctx)
+		mod, err := rt.Load(ctx, wasm, Spec{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
+			extism.PluginConfig{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cp.Close(ctx)
+		f := newFloor(b, ctx)
+		mod.refill()
+		var floor, buddy, naive []time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			waitReady(mod)
+			b.StartTimer()
+			start := time.Now()
+			f.call(b, ctx)
+			floor = append(floor, time.Since(start))
+
+			start = time.Now()
+			res, err := mod.Call(ctx, input)
+			buddy = append(buddy, time.Since(start))
+			if err != nil || !bytes.Equal(res.Output, input) {
+				b.Fatal(err)
+			}
+
+			start = time.Now()
+			p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, out, err := p.Call("run", input)
+			p.Close(ctx)
+			naive = append(naive, time.Since(start))
+			if err != nil || !bytes.Equal(out, input) {
+				b.Fatal(err)
+			}
+		}
+		fl, bu, na := median(floor), median(buddy), median(naive)
+		b.ReportMetric(float64(fl.Nanoseconds())/1e3, "floor-µs")
+		b.ReportMetric(float64(bu.Nanoseconds())/1e3, "buddy-µs")
+		b.ReportMetric(float64(na.Nanoseconds())/1e3, "naive-µs")
+		b.ReportMetric(float64(bu)/float64(fl), "buddy/floor")
+		b.ReportMetric(float64(na)/float64(bu), "naive/buddy")
+	})
 	b.Run("native", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
@@ -204,6 +274,56 @@ func BenchmarkCallLatency(b *testing.B) {
 			}
 		}
 	})
+}
+
+// floorWasm is the smallest module a call can run: one page of memory and
+// an export returning 0, with no imports.
+//
+//	(module (memory 1) (func (export "run") (result i32) i32.const 0))
+var floorWasm = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+	0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7f, // type: () -> i32
+	0x03, 0x02, 0x01, 0x00, // func 0: type 0
+	0x05, 0x03, 0x01, 0x00, 0x01, // memory: min 1 page
+	0x07, 0x07, 0x01, 0x03, 'r', 'u', 'n', 0x00, 0x00, // export "run" = func 0
+	0x0a, 0x06, 0x01, 0x04, 0x00, 0x41, 0x00, 0x0b, // code: i32.const 0
+}
+
+// floor is wazero's own floor for a fresh-instance call: the import-free
+// floorWasm compiled once, then instantiated, called and closed per call on
+// bare wazero (default compiler and module configuration).
+type floor struct {
+	r        wazero.Runtime
+	compiled wazero.CompiledModule
+}
+
+func newFloor(b *testing.B, ctx context.Context) *floor {
+	b.Helper()
+	r := wazero.NewRuntime(ctx)
+	b.Cleanup(func() { r.Close(ctx) })
+	compiled, err := r.CompileModule(ctx, floorWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &floor{r: r, compiled: compiled}
+}
+
+func (f *floor) call(b *testing.B, ctx context.Context) {
+	mod, err := f.r.InstantiateModule(ctx, f.compiled, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := mod.ExportedFunction("run").Call(ctx)
+	if err != nil || len(res) != 1 || res[0] != 0 {
+		b.Fatal(err)
+	}
+	mod.Close(ctx)
+}
+
+func median(d []time.Duration) time.Duration {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return d[len(d)/2]
 }
 
 // waitReady waits until the module's prepared instances are all there.
