@@ -134,10 +134,12 @@ type Approval struct {
 	DecidedAt     time.Time
 }
 
-// AuditEntry is one skill invocation, whatever its outcome.
+// AuditEntry is one row of the audit log: a skill invocation whatever its
+// outcome, or (Kind) an approval, an install, a removal, a configuration.
 type AuditEntry struct {
 	ID            int64 // assigned, increasing
 	Time          time.Time
+	Kind          string // AuditInvocation when ""; see the Audit* kinds
 	Conversation  string // "" for CLI calls
 	Skill         string
 	Version       string
@@ -150,6 +152,15 @@ type AuditEntry struct {
 	DurationUS    int64
 	BytesIn       int64
 	BytesOut      int64
+	// What the call's host functions touched.
+	BytesRead    int64
+	BytesWritten int64
+	Paths        []string // canonical
+	Hosts        []string
+	Addresses    []string // ip:port
+	// PrevHash and Hash chain the rows (assigned by AppendAudit).
+	PrevHash string
+	Hash     string
 }
 
 func validID(what, id string) error {
@@ -590,77 +601,6 @@ func (s *Store) ExpirePendingApprovals(ctx context.Context, at time.Time) (int, 
 		return nil
 	})
 	return int(n), err
-}
-
-// AppendAudit appends an audit row and returns its ID (IDs increase). A zero
-// Time means now; Skill and Outcome are required; a Detail longer than
-// MaxAuditDetailBytes is cut. The conversation need not exist (a CLI call has
-// none); when it does, its UpdatedAt moves to the entry's time.
-func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
-	if e.Skill == "" {
-		return 0, invalid("audit entry: empty skill")
-	}
-	if e.Outcome == "" {
-		return 0, invalid("audit entry for skill %q: empty outcome", e.Skill)
-	}
-	if e.Time.IsZero() {
-		e.Time = s.now()
-	}
-	op := fmt.Sprintf("auditing a call of skill %q", e.Skill)
-	var id int64
-	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
-		if e.Conversation != "" {
-			if _, err := touch(ctx, tx, op, e.Conversation, e.Time); err != nil {
-				return err
-			}
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO audit (time, conversation, skill, version, module_sha256,
-				arguments_hash, outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			unixNanos(e.Time), e.Conversation, e.Skill, e.Version, e.ModuleSHA256, e.ArgumentsHash,
-			e.Outcome, capText(e.Detail, MaxAuditDetailBytes), e.Asked, fuelToDB(e.Fuel), e.DurationUS, e.BytesIn, e.BytesOut)
-		if err != nil {
-			return dbErr(ctx, op, err)
-		}
-		id, err = res.LastInsertId()
-		if err != nil {
-			return dbErr(ctx, op, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return id, nil
-}
-
-func scanAudit(r scanner) (AuditEntry, error) {
-	var e AuditEntry
-	var at, fuel int64
-	err := r.Scan(&e.ID, &at, &e.Conversation, &e.Skill, &e.Version, &e.ModuleSHA256, &e.ArgumentsHash,
-		&e.Outcome, &e.Detail, &e.Asked, &fuel, &e.DurationUS, &e.BytesIn, &e.BytesOut)
-	if err != nil {
-		return AuditEntry{}, err
-	}
-	e.Time = fromUnixNanos(at)
-	e.Fuel = fuelFromDB(fuel)
-	return e, nil
-}
-
-// Audit returns the audit rows of a conversation ("" = every row, CLI calls
-// included), oldest first; with limit > 0, only the last limit rows.
-func (s *Store) Audit(ctx context.Context, conversation string, limit int) ([]AuditEntry, error) {
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	where, args := "", []any{limit}
-	if conversation != "" {
-		where, args = ` WHERE conversation = ?`, []any{conversation, limit}
-	}
-	q := `SELECT * FROM (SELECT id, time, conversation, skill, version, module_sha256, arguments_hash,
-			outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out
-		FROM audit` + where + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
-	return query(ctx, s.reader, "reading the audit log", scanAudit, q, args...)
 }
 
 // query runs a query and scans every row with scan.

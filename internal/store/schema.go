@@ -33,6 +33,7 @@ type migration struct {
 var migrations = []migration{
 	{name: "installed skills, kv, memories", sql: schemaV1},
 	{name: "conversations, messages, approvals, audit", sql: schemaV2},
+	{name: "audit hash chain, kinds, paths and hosts touched", sql: schemaV3},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -236,6 +237,31 @@ CREATE TABLE audit (
 CREATE INDEX audit_conversation ON audit (conversation, id);
 
 CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit BEGIN
+	SELECT RAISE(ABORT, 'audit rows are append-only');
+END;
+`
+
+// schemaV3: the audit log becomes tamper-evident and says what each call
+// touched. Every row carries the hash of the row before it (prev_hash) and its
+// own (hash: SHA-256 over a canonical encoding of the row, prev_hash
+// included; see audit.go). kind says what the row records (an invocation, an
+// approval, an install, a removal, a configuration seen at start). Rows
+// written before this version have no hash: the first append after the
+// upgrade seals them in order, which is the one update the trigger allows.
+const schemaV3 = `
+ALTER TABLE audit ADD COLUMN kind TEXT NOT NULL DEFAULT 'invocation';
+ALTER TABLE audit ADD COLUMN bytes_read INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE audit ADD COLUMN bytes_written INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE audit ADD COLUMN paths TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE audit ADD COLUMN hosts TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE audit ADD COLUMN addresses TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE audit ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+
+CREATE INDEX audit_kind ON audit (kind, id);
+
+DROP TRIGGER audit_append_only;
+CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit WHEN old.hash <> '' BEGIN
 	SELECT RAISE(ABORT, 'audit rows are append-only');
 END;
 `
