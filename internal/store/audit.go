@@ -112,7 +112,7 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
 	return id, nil
 }
 
-// sealAudit chains the rows written before schema v3 (hash ''), in order,
+// sealAudit chains the rows written before schema v3 (hash ”), in order,
 // and returns the hash of the last row ("" for an empty log).
 func sealAudit(ctx context.Context, tx *sql.Tx, op string) (string, error) {
 	var last string
