@@ -52,6 +52,9 @@ var (
 	ErrSkill = errors.New("skill error")
 	// ErrInternal: a bug in buddy.
 	ErrInternal = errors.New("internal")
+	// ErrTampered: the audit log is not as buddy wrote it (a row edited,
+	// deleted, inserted or reordered).
+	ErrTampered = errors.New("tampered")
 )
 
 // Kind is the stable, machine-readable name of an error kind.
@@ -74,6 +77,7 @@ const (
 	KindSkill         Kind = "skill_error"
 	KindUnavailable   Kind = "unavailable"
 	KindCanceled      Kind = "canceled"
+	KindTampered      Kind = "tampered"
 )
 
 type kindInfo struct {
@@ -99,6 +103,7 @@ var table = []kindInfo{
 	{KindConfig, ErrConfig, 3, StatusInternal},
 	{KindUnavailable, ErrUnavailable, 13, StatusUnavailable},
 	{KindSkill, ErrSkill, 12, StatusInternal},
+	{KindTampered, ErrTampered, 14, StatusInternal},
 	{KindInternal, ErrInternal, 1, StatusInternal},
 }
 

@@ -18,7 +18,7 @@ func TestContract(t *testing.T) {
 		{errs.KindInternal, 1}, {errs.KindInvalidInput, 2}, {errs.KindConfig, 3}, {errs.KindNotFound, 4},
 		{errs.KindForbidden, 5}, {errs.KindDenied, 6}, {errs.KindTooLarge, 7}, {errs.KindTimeout, 8},
 		{errs.KindFuelExhausted, 9}, {errs.KindMemoryLimit, 10}, {errs.KindTrap, 11}, {errs.KindSkill, 12},
-		{errs.KindUnavailable, 13}, {errs.KindCanceled, 130},
+		{errs.KindUnavailable, 13}, {errs.KindTampered, 14}, {errs.KindCanceled, 130},
 	}
 	kinds := errs.Kinds()
 	if len(kinds) != len(want) {
