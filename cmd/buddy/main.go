@@ -10,6 +10,7 @@
 //	buddy serve [--listen 127.0.0.1:7700]              # the WebSocket server; SIGHUP reloads buddy.toml
 //	buddy token [--rotate]                            # the server's bearer token
 //	buddy mcp                                         # the skills over MCP on stdio (docs/PROTOCOL.md#mcp)
+//	buddy chat [--url URL] [--conversation ID]        # chat with a running buddy serve in the terminal
 //
 // On failure buddy prints "error: <kind>: <detail>" on stderr and exits with
 // the kind's code (README "Exit codes"); that contract is stable.
@@ -94,6 +95,8 @@ Usage:
   buddy serve [--listen ADDR]         HTTP + WebSocket server (docs/PROTOCOL.md)
   buddy token [--rotate]              print (or replace) the server's token
   buddy mcp                           the skills over MCP on stdin/stdout, for MCP clients
+  buddy chat [--url URL] [--conversation ID]
+                                      chat with a running buddy serve (Ctrl-C cancels, Ctrl-D exits)
   buddy version
 
 Every command takes --config FILE (else $BUDDY_CONFIG,
@@ -122,6 +125,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.token(ctx, args[1:])
 	case "mcp":
 		return a.mcpCommand(ctx, args[1:])
+	case "chat":
+		return a.chat(ctx, args[1:])
 	}
 	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown command %q (see buddy help)", args[0]))
 }
