@@ -30,6 +30,7 @@ import (
 // one directory, and spin (an endless loop with 10,000 fuel) installed.
 type env struct {
 	dir, outside string
+	live         *registry.Live
 	st           *store.Store
 	srv          *mcpserver.Server
 	outcomes     chan approval.Outcome
@@ -79,6 +80,7 @@ func newEnv(t *testing.T, fallback approval.Asker) *env {
 		t.Fatal(err)
 	}
 	live := registry.NewLive(reg)
+	e.live = live
 	t.Cleanup(func() { live.Close(context.WithoutCancel(t.Context())) })
 	e.srv, err = mcpserver.New(t.Context(), mcpserver.Options{
 		NewGate: func(a approval.Asker) mcpserver.Gate {
@@ -95,6 +97,8 @@ func newEnv(t *testing.T, fallback approval.Asker) *env {
 	t.Cleanup(e.srv.Close)
 	return e
 }
+
+func (e *env) gateCatalog(*testing.T) *registry.Live { return e.live }
 
 func write(t *testing.T, path, content string) {
 	t.Helper()
@@ -366,5 +370,51 @@ func TestListChanged(t *testing.T) {
 	wait("remove")
 	if has("echo") {
 		t.Fatal("echo still listed after remove")
+	}
+}
+
+// TestWebFallbackConversation: with NewConversation (buddy serve's "web"
+// asker) a session's calls and questions belong to one stored conversation,
+// made at its first call; "once" then holds for the session.
+func TestWebFallbackConversation(t *testing.T) {
+	var mu sync.Mutex
+	var made, asked []string
+	e := newEnv(t, nil)
+	// A server with NewConversation on the same catalog.
+	srv, err := mcpserver.New(t.Context(), mcpserver.Options{
+		NewGate: func(a approval.Asker) mcpserver.Gate {
+			return approval.New(e.gateCatalog(t), approval.Options{Asker: a})
+		},
+		Fallback: approval.AskerFunc(func(_ context.Context, req approval.Request) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, req.Conversation)
+			return true, nil
+		}),
+		NewConversation: func(_ context.Context, title string) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			made = append(made, title)
+			return fmt.Sprintf("c_%d", len(made)), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	e.srv = srv
+	cs := e.connect(t, nil)
+	for i := range 2 {
+		if text, isErr := callTool(t, cs, "write_file", map[string]any{"path": fmt.Sprintf("w%d.txt", i), "content": "x"}); isErr {
+			t.Fatalf("write %d: %q", i, text)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(made, []string{"MCP: test-client"}) {
+		t.Errorf("conversations made %q, want one titled after the client", made)
+	}
+	if !slices.Equal(asked, []string{"c_1", "c_1"}) {
+		t.Errorf("asked in %q, want c_1 twice (write_file is always)", asked)
 	}
 }
