@@ -110,7 +110,17 @@ type Limits struct {
 // Approval is [approval].
 type Approval struct {
 	Timeout time.Duration // no answer within it = denied; default 60s
+	// AfterPrivateRead is what a network skill does in a conversation that
+	// has read private data (files, memory): "ask" (the default) asks
+	// whatever its policy; "allow" follows its policy.
+	AfterPrivateRead string
 }
+
+// Values of [approval] after_private_read.
+const (
+	AfterPrivateReadAsk   = "ask"
+	AfterPrivateReadAllow = "allow"
+)
 
 // MCP is [mcp]: the Model Context Protocol front end (`buddy mcp`, /mcp).
 type MCP struct {
@@ -223,7 +233,8 @@ type file struct {
 		FetchTimeout  *string `toml:"fetch_timeout"`
 	} `toml:"limits"`
 	Approval *struct {
-		Timeout *string `toml:"timeout"`
+		Timeout          *string `toml:"timeout"`
+		AfterPrivateRead *string `toml:"after_private_read"`
 	} `toml:"approval"`
 	MCP *struct {
 		Approval *string `toml:"approval"`
@@ -318,6 +329,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Approval.Timeout == 0 {
 		c.Approval.Timeout = DefaultApprovalTimeout
+	}
+	if c.Approval.AfterPrivateRead == "" {
+		c.Approval.AfterPrivateRead = AfterPrivateReadAsk
 	}
 	if c.MCP.Approval == "" {
 		c.MCP.Approval = MCPApprovalElicit
@@ -514,6 +528,14 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if a := f.Approval; a != nil {
 		c.Approval.Timeout = v.duration(a.Timeout, "approval.timeout")
+		if a.AfterPrivateRead != nil {
+			switch *a.AfterPrivateRead {
+			case AfterPrivateReadAsk, AfterPrivateReadAllow:
+				c.Approval.AfterPrivateRead = *a.AfterPrivateRead
+			default:
+				v.fail("approval.after_private_read", "%q must be \"ask\" or \"allow\"", *a.AfterPrivateRead)
+			}
+		}
 	}
 	if m := f.MCP; m != nil && m.Approval != nil {
 		switch a := *m.Approval; a {

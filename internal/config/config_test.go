@@ -517,7 +517,7 @@ func TestDefaults(t *testing.T) {
 			Storage:  Storage{DataDir: dataDir, Path: filepath.Join(dataDir, "buddy.db")},
 			Limits: Limits{MaxFuel: 1e10, MaxMemoryMB: 256, MaxTimeout: 5 * time.Minute, MaxConcurrent: 2 * goruntime.GOMAXPROCS(0),
 				MaxReadBytes: 10 << 20, MaxWriteBytes: 10 << 20, MaxFetchBytes: 5 << 20, FetchTimeout: 10 * time.Second},
-			Approval: Approval{Timeout: time.Minute},
+			Approval: Approval{Timeout: time.Minute, AfterPrivateRead: AfterPrivateReadAsk},
 			MCP:      MCP{Approval: MCPApprovalElicit},
 			Instructions: Instructions{Enabled: true, SkillsDir: filepath.Join(dataDir, "instructions"),
 				PromptTokens: DefaultInstructionTokens},
