@@ -298,8 +298,11 @@ type skillJSON struct {
 		Timeout  string `json:"timeout"`
 	} `json:"resources"`
 	InputSchema map[string]any `json:"input_schema"`
+	Type        string         `json:"type"` // a SKILL.md skill's; "" for WebAssembly
 }
 
+// decodeList returns the WebAssembly skills of a list (SKILL.md skills,
+// which have a type, are checked by TestSkillMD).
 func decodeList(tb testing.TB, r result) map[string]skillJSON {
 	tb.Helper()
 	var list []skillJSON
@@ -308,7 +311,9 @@ func decodeList(tb testing.TB, r result) map[string]skillJSON {
 	}
 	out := map[string]skillJSON{}
 	for _, s := range list {
-		out[s.Name] = s
+		if s.Type == "" {
+			out[s.Name] = s
+		}
 	}
 	return out
 }
@@ -367,7 +372,17 @@ timeout = "7s"
 		if want := "no buddy.toml found: using the embedded defaults (data in " + s.dataDir() + "); see buddy.example.toml\n"; r.stderr != want {
 			t.Errorf("stderr = %q, want %q", r.stderr, want)
 		}
-		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		var lines, md []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if strings.Contains(l, " skill.md/") {
+				md = append(md, strings.Fields(l)[0])
+			} else {
+				lines = append(lines, l)
+			}
+		}
+		if !slices.Equal(md, []string{"buddy-memory", "careful-edits", "summarise-file"}) {
+			t.Errorf("SKILL.md rows = %v, want the embedded defaults", md)
+		}
 		if len(lines) != 7 || !strings.HasPrefix(lines[0], "NAME") {
 			t.Fatalf("want a header and 6 rows:\n%s", r.stdout)
 		}

@@ -28,6 +28,9 @@ type env struct {
 	rt       *runtime.Runtime
 	st       *store.Store
 	reg      *registry.Registry
+	// md is the SKILL.md skills (nil when [instructions] is disabled or
+	// the registry was not asked for).
+	md *skillsMD
 }
 
 // openEnv loads the configuration and starts the runtime; withStore also
@@ -79,6 +82,7 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 		if err != nil {
 			return nil, err
 		}
+		e.md = openInstructions(ctx, e, a.stderr)
 	}
 	return e, nil
 }

@@ -6,6 +6,7 @@
 //	buddy skill run ./plugin.wasm --input '{}'        # a module file, with skill.toml beside it if any
 //	buddy skill install ./plugin.wasm [--manifest skill.toml] [--upgrade] [--yes]
 //	buddy skill info NAME | remove NAME
+//	buddy skill add ./doc-coauthoring                 # a SKILL.md skill folder (instruction, template, composite)
 //	buddy skill init NAME --lang tinygo|rust [--dir DIR]
 //	buddy serve [--listen 127.0.0.1:7700]              # the WebSocket server; SIGHUP reloads buddy.toml
 //	buddy token [--rotate]                            # the server's bearer token
@@ -90,6 +91,7 @@ Usage:
   buddy skill info NAME [--json]
   buddy skill run NAME|FILE.wasm [--input JSON|@file|-] [--manifest skill.toml] [--entrypoint F] [--yes] [--stats]
   buddy skill install FILE.wasm [--manifest skill.toml] [--upgrade] [--yes]
+  buddy skill add DIR                 copy a SKILL.md skill folder in (validated)
   buddy skill remove NAME
   buddy skill init NAME --lang tinygo|rust [--dir DIR]
   buddy serve [--listen ADDR]         HTTP + WebSocket server (docs/PROTOCOL.md)
@@ -144,6 +146,8 @@ func (a *app) skill(ctx context.Context, args []string) error {
 		return a.skillRun(ctx, args[1:])
 	case "install":
 		return a.skillInstall(ctx, args[1:])
+	case "add":
+		return a.skillAdd(ctx, args[1:])
 	case "remove":
 		return a.skillRemove(ctx, args[1:])
 	case "init":

@@ -76,7 +76,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Token: tok,
 		Store: e.st,
 		NewGate: func(asker approval.Asker) server.Gate {
-			return approval.New(live, approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(e.st, log)})
+			return approval.New(e.md.union(live), approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(e.st, log),
+				Guard: e.md.guard(func() skillSource { return live.Current() })})
 		},
 		NewAgent: func(gate server.Gate) server.Agent {
 			if provider == nil {
@@ -85,7 +86,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 			return agent.New(agent.Options{
 				Provider: provider, Skills: gate, History: e.st, Logger: log,
 				SystemPrompt: cfg.Provider.SystemPrompt, MaxIterations: cfg.Provider.MaxIterations,
-				NewCallID: func() string { return server.NewCallID() },
+				NewCallID:         func() string { return server.NewCallID() },
+				InstructionTokens: cfg.Instructions.PromptTokens,
 			})
 		},
 		NewMCP: func(host server.MCPHost) http.Handler {

@@ -12,6 +12,7 @@ import (
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/instructions"
 	"github.com/buddy-run/buddy/internal/lifecycle"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/textsafe"
@@ -115,10 +116,14 @@ func (a *app) skillList(ctx context.Context, args []string) error {
 	}
 	defer e.Close(ctx)
 	skills := e.reg.Skills()
+	md := e.mdSkills(ctx)
 	if asJSON {
-		out := make([]skillJSON, 0, len(skills))
+		out := make([]any, 0, len(skills)+len(md))
 		for _, s := range skills {
 			out = append(out, toJSON(s, false))
+		}
+		for _, s := range md {
+			out = append(out, toMDJSON(s))
 		}
 		return writeJSON(a.stdout, out)
 	}
@@ -127,7 +132,7 @@ func (a *app) skillList(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintf(a.stderr, "config: %s\n", e.cfg.Path)
 	}
-	if len(skills) == 0 {
+	if len(skills) == 0 && len(md) == 0 {
 		fmt.Fprintln(a.stdout, "no skills registered: enable built-ins in buddy.toml ([skills.read_file] ...) or install one")
 		return nil
 	}
@@ -139,6 +144,18 @@ func (a *app) skillList(ctx context.Context, args []string) error {
 			kind = "built-in"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(s.Manifest.Version), kind, s.Manifest.Permission, s.Approval, s.Status, describeGrants(s.Grants))
+	}
+	wasm := make(map[string]bool, len(skills))
+	for _, s := range skills {
+		wasm[s.Name] = true
+	}
+	for _, s := range md {
+		j := toMDJSON(s)
+		status := j.Status
+		if wasm[s.Name] {
+			status = "shadowed" // a WebAssembly skill has the name
+		}
+		fmt.Fprintf(tw, "%s\t-\tskill.md/%s\t%s\t%s\t%s\tdeclares: %s\n", safe(s.Name), s.Type, j.Permission, j.Approval, status, describeDeclared(s.Permissions))
 	}
 	return tw.Flush()
 }
@@ -158,6 +175,11 @@ func (a *app) skillInfo(ctx context.Context, args []string) error {
 	defer e.Close(ctx)
 	s, err := e.reg.Get(pos[0])
 	if err != nil {
+		if e.md != nil {
+			if m, ok := e.md.catalog.Skill(pos[0]); ok {
+				return a.printMDInfo(m, asJSON)
+			}
+		}
 		return err
 	}
 	if asJSON {
@@ -272,6 +294,13 @@ func (a *app) skillRemove(ctx context.Context, args []string) error {
 	inst := &lifecycle.Installer{Store: e.st, DataDir: e.dataDir}
 	row, err := inst.Remove(ctx, pos[0])
 	if err != nil {
+		if k := errs.KindOf(err); (k == errs.KindNotFound || k == errs.KindInvalidInput) && e.cfg.Instructions.Enabled {
+			// Not an installed WebAssembly skill: a SKILL.md folder?
+			if mdErr := instructions.NewStore(e.cfg.Instructions.SkillsDir).Delete(pos[0]); mdErr == nil {
+				fmt.Fprintf(a.stdout, "removed the SKILL.md skill %s (its folder is deleted)\n", safe(pos[0]))
+				return nil
+			}
+		}
 		return err
 	}
 	fmt.Fprintf(a.stdout, "removed %s %s (its memory, if any, is kept)\n", safe(row.Name), safe(row.Version))

@@ -73,8 +73,9 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 // the registry, asking on the terminal. Every CLI call is its own
 // conversation, so "once" asks every time.
 func (a *app) gate(e *env, yes bool) *approval.Gate {
-	return approval.New(e.reg, approval.Options{
+	return approval.New(e.md.union(e.reg), approval.Options{
 		Asker: a.terminalAsker(yes), Timeout: e.cfg.Approval.Timeout, Record: auditRecorder(e.st, nil),
+		Guard: e.md.guard(func() skillSource { return e.reg }),
 	})
 }
 

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/instructions"
+	"github.com/buddy-run/buddy/internal/registry"
+)
+
+// skillsMD is the SKILL.md side of an env: the store, the catalog of its
+// active skills, and the conversations they bind.
+type skillsMD struct {
+	store    *instructions.Store
+	catalog  *instructions.Catalog
+	sessions *instructions.Sessions
+	problems []error
+}
+
+// openInstructions deploys the embedded SKILL.md skills (never over the
+// user's) and loads the active ones; a skill that does not load is reported
+// on w and the others load. It returns nil when [instructions] is disabled.
+func openInstructions(ctx context.Context, e *env, w io.Writer) *skillsMD {
+	c := e.cfg.Instructions
+	if !c.Enabled {
+		return nil
+	}
+	st := instructions.NewStore(c.SkillsDir)
+	if _, err := instructions.EnsureDefaults(st.Dir()); err != nil && w != nil {
+		fmt.Fprintf(w, "warning: deploying the default SKILL.md skills: %s\n", safe(err.Error()))
+	}
+	skills, problems := st.ListActive(ctx)
+	if w != nil {
+		for _, p := range problems {
+			fmt.Fprintf(w, "warning: skipping a SKILL.md skill: %s\n", safe(p.Error()))
+		}
+	}
+	ws := filepath.Join(e.dataDir, "workspace")
+	if sec, ok := e.cfg.Skills["read_file"]; ok && len(sec.AllowedDirectories) > 0 {
+		ws = sec.AllowedDirectories[0]
+	}
+	sess := instructions.NewSessions(instructions.Dirs{Work: ws, Data: e.dataDir})
+	return &skillsMD{
+		store: st, sessions: sess, problems: problems,
+		catalog: instructions.NewCatalog(skills, instructions.CatalogOptions{Sessions: sess}),
+	}
+}
+
+// union is the catalog the gate wraps: the WebAssembly skills, and the
+// SKILL.md skills when enabled (a WebAssembly skill wins a name clash).
+func (m *skillsMD) union(wasm catalog.Catalog) catalog.Catalog {
+	if m == nil {
+		return wasm
+	}
+	return catalog.NewUnion(wasm, m.catalog)
+}
+
+// skillSource finds a registered WebAssembly skill's grants.
+type skillSource interface {
+	Get(name string) (*registry.Skill, error)
+}
+
+// guard is the gate's Guard: while a SKILL.md skill with permissions is
+// active in the call's conversation, what the call would touch must fit the
+// active declarations (internal/instructions.Sessions).
+func (m *skillsMD) guard(reg func() skillSource) func(ctx context.Context, req approval.Request) error {
+	if m == nil {
+		return nil
+	}
+	return func(ctx context.Context, req approval.Request) error {
+		if req.Conversation == "" || len(m.sessions.Active(req.Conversation)) == 0 {
+			return nil
+		}
+		acc, err := callAccess(reg(), req.Skill, req.Arguments)
+		if err != nil {
+			return err
+		}
+		return m.sessions.Check(ctx, req.Conversation, req.Skill, acc)
+	}
+}
+
+// callAccess says what a call would touch: the path or URL argument of
+// read_file, write_file and fetch_url; for any other WebAssembly skill,
+// everything its grant allows (its arguments mean nothing to buddy); for a
+// SKILL.md skill, nothing.
+func callAccess(reg skillSource, name string, args json.RawMessage) ([]instructions.Access, error) {
+	s, err := reg.Get(name)
+	if err != nil {
+		return nil, nil // not a WebAssembly skill: a SKILL.md skill touches nothing
+	}
+	g := s.Grants
+	var a struct {
+		Path string `json:"path"`
+		URL  string `json:"url"`
+	}
+	if s.Builtin {
+		_ = json.Unmarshal(args, &a)
+	}
+	switch {
+	case s.Builtin && name == "read_file" && a.Path != "":
+		return []instructions.Access{{Kind: instructions.Read, Target: resolveArg(a.Path, g.Read)}}, nil
+	case s.Builtin && name == "write_file" && a.Path != "":
+		return []instructions.Access{{Kind: instructions.Write, Target: resolveArg(a.Path, g.Write)}}, nil
+	case s.Builtin && name == "fetch_url" && a.URL != "":
+		u, err := url.Parse(a.URL)
+		if err != nil || u.Hostname() == "" {
+			return nil, errs.New(errs.ErrInvalidInput, fmt.Sprintf("fetch_url: %q is not a URL", a.URL))
+		}
+		port := 443
+		if u.Scheme == "http" {
+			port = 80
+		}
+		if p := u.Port(); p != "" {
+			port, _ = strconv.Atoi(p)
+		}
+		return []instructions.Access{{Kind: instructions.Network, Target: strings.ToLower(u.Hostname()), Port: port}}, nil
+	}
+	return grantAccess(g), nil
+}
+
+// grantAccess is everything a grant allows, as trees.
+func grantAccess(g hostfns.Grants) []instructions.Access {
+	var out []instructions.Access
+	for _, d := range g.Read {
+		out = append(out, instructions.Access{Kind: instructions.Read, Target: instructions.RealPath(d), Tree: true})
+	}
+	for _, d := range g.Write {
+		out = append(out, instructions.Access{Kind: instructions.Write, Target: instructions.RealPath(d), Tree: true})
+	}
+	for _, e := range g.Domains {
+		host := e.Host()
+		switch {
+		case e.Any():
+			host = "*"
+		case e.Wildcard():
+			host = "*." + host
+		}
+		out = append(out, instructions.Access{Kind: instructions.Network, Target: host, Port: int(e.Port()), Tree: true})
+	}
+	for _, v := range g.Env {
+		out = append(out, instructions.Access{Kind: instructions.Env, Target: v})
+	}
+	return out
+}
+
+// resolveArg resolves a path argument as the file host functions do: a
+// relative one against the first allowed directory; then its links.
+func resolveArg(p string, dirs []string) string {
+	if !filepath.IsAbs(p) {
+		base := "/"
+		if len(dirs) > 0 {
+			base = dirs[0]
+		}
+		p = filepath.Join(base, p)
+	}
+	return instructions.RealPath(p)
+}
+
+// mdJSON is the --json form of a SKILL.md skill in list and info.
+type mdJSON struct {
+	Name         string                    `json:"name"`
+	Type         string                    `json:"type"`
+	Description  string                    `json:"description"`
+	Status       string                    `json:"status"`
+	Permission   string                    `json:"permission"`
+	Approval     string                    `json:"approval"`
+	Source       string                    `json:"source,omitempty"`
+	License      string                    `json:"license,omitempty"`
+	AllowedTools []string                  `json:"allowed_tools,omitempty"`
+	Parameters   map[string]any            `json:"parameters,omitempty"`
+	Metadata     map[string]any            `json:"metadata,omitempty"`
+	Permissions  *instructions.Permissions `json:"permissions,omitempty"`
+	Shadowed     bool                      `json:"shadowed,omitempty"`
+	Path         string                    `json:"path"`
+}
+
+func toMDJSON(s *instructions.Skill) mdJSON {
+	status := "ready"
+	if s.Type == instructions.TypeScript {
+		status = "unavailable"
+	}
+	return mdJSON{Name: s.Name, Type: s.Type, Description: s.DescriptionOrDefault(), Status: status,
+		Permission: string(catalog.ReadOnly), Approval: string(catalog.Trust), Source: s.Source, License: s.License,
+		AllowedTools: s.AllowedTools, Parameters: s.Parameters, Metadata: s.Metadata, Permissions: s.Permissions, Path: s.Path}
+}
+
+// describeDeclared renders a skill's declared permissions on one line.
+func describeDeclared(p *instructions.Permissions) string {
+	if p == nil {
+		return "none declared (no restriction)"
+	}
+	var parts []string
+	if len(p.FS.Read) > 0 {
+		parts = append(parts, "read "+strings.Join(p.FS.Read, ", "))
+	}
+	if len(p.FS.Write) > 0 {
+		parts = append(parts, "write "+strings.Join(p.FS.Write, ", "))
+	}
+	if len(p.Network.Allow) > 0 {
+		parts = append(parts, "network "+strings.Join(p.Network.Allow, ", "))
+	}
+	if len(p.Env) > 0 {
+		parts = append(parts, "env "+strings.Join(p.Env, ", "))
+	}
+	if len(parts) == 0 {
+		return "nothing (while active, tools may touch no file, host or variable)"
+	}
+	return safe(strings.Join(parts, "; "))
+}
+
+// mdSkills lists the active SKILL.md skills of e (none when disabled).
+func (e *env) mdSkills(ctx context.Context) []*instructions.Skill {
+	if e.md == nil {
+		return nil
+	}
+	infos, _ := e.md.catalog.List(ctx)
+	out := make([]*instructions.Skill, 0, len(infos))
+	for _, i := range infos {
+		if s, ok := e.md.catalog.Skill(i.Name); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// skillAdd is `buddy skill add DIR`: copy a SKILL.md folder in, validated.
+func (a *app) skillAdd(ctx context.Context, args []string) error {
+	pos, configPath, err := parseCommand("skill add", args, 1, "DIR", nil)
+	if err != nil {
+		return err
+	}
+	cfg, err := a.loadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	if !cfg.Instructions.Enabled {
+		return errs.New(errs.ErrConfig, "SKILL.md skills are disabled: set [instructions] enabled = true in buddy.toml")
+	}
+	if _, err := cfg.DataDir(); err != nil {
+		return err
+	}
+	s, err := instructions.NewStore(cfg.Instructions.SkillsDir).Add(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "added %s (%s) to %s\n", safe(s.Name), s.Type, safe(s.Dir))
+	fmt.Fprintf(a.stdout, "  declared permissions: %s\n", describeDeclared(s.Permissions))
+	if s.Type == instructions.TypeScript {
+		fmt.Fprintln(a.stdout, "  note: a script skill is stored but never run; package its logic as a WebAssembly skill")
+	}
+	return nil
+}
+
+// printMDInfo is `skill info NAME` for a SKILL.md skill.
+func (a *app) printMDInfo(s *instructions.Skill, asJSON bool) error {
+	if asJSON {
+		return writeJSON(a.stdout, toMDJSON(s))
+	}
+	w := a.stdout
+	j := toMDJSON(s)
+	fmt.Fprintf(w, "%s (SKILL.md, %s)\n  %s\n", safe(s.Name), s.Type, safe(strings.Join(strings.Fields(j.Description), " ")))
+	fmt.Fprintf(w, "status:       %s\n", j.Status)
+	fmt.Fprintf(w, "permission:   read_only (approval: trust)\n")
+	if s.Source != "" {
+		fmt.Fprintf(w, "source:       %s\n", safe(s.Source))
+	}
+	if s.License != "" {
+		fmt.Fprintf(w, "license:      %s\n", safe(s.License))
+	}
+	if len(s.AllowedTools) > 0 {
+		fmt.Fprintf(w, "allowed tools: %s\n", safe(strings.Join(s.AllowedTools, ", ")))
+	}
+	fmt.Fprintf(w, "declared permissions: %s\n", describeDeclared(s.Permissions))
+	fmt.Fprintf(w, "file:         %s\n", safe(s.Path))
+	return nil
+}
