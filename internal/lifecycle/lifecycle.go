@@ -172,6 +172,11 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		row = got
 	}
 	res.Skill = row
+	outcome := "installed"
+	if res.Upgraded {
+		outcome = "upgraded from " + res.Previous
+	}
+	in.audit(ctx, store.AuditInstall, outcome, row)
 	return res, nil
 }
 
@@ -192,6 +197,7 @@ func (in *Installer) Remove(ctx context.Context, name string) (store.InstalledSk
 		os.Remove(row.WasmPath)
 		os.Remove(filepath.Dir(row.WasmPath)) // only if empty
 	}
+	in.audit(ctx, store.AuditRemove, "removed", row)
 	return row, nil
 }
 
