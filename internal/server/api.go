@@ -27,6 +27,9 @@ type skillJSON struct {
 	InputSchema     map[string]any `json:"input_schema"`
 	Status          string         `json:"status"`
 	Problem         string         `json:"problem,omitempty"`
+	// Type is a SKILL.md skill's type ("instruction", "template",
+	// "composite", "script"); absent for a WebAssembly skill.
+	Type string `json:"type,omitempty"`
 }
 
 // listSkills is GET /api/skills.
@@ -45,7 +48,7 @@ func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
 		out = append(out, skillJSON{
 			Name: i.Name, Version: i.Version, Description: i.Description, Author: i.Author, Builtin: i.Builtin,
 			PermissionLevel: string(i.Permission), Approval: string(i.Policy), Touches: touches,
-			InputSchema: i.InputSchema, Status: i.Status, Problem: i.Problem,
+			InputSchema: i.InputSchema, Status: i.Status, Problem: i.Problem, Type: i.Type,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"skills": out})
