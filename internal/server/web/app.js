@@ -568,6 +568,8 @@
     const list = $('conv-list');
     list.replaceChildren();
     $('conv-empty').hidden = state.convs.length > 0;
+    const cur = state.convs.find((x) => x.id === state.current);
+    if (cur) $('chat-title').textContent = visible(cur.title || 'Untitled');
     for (const c of state.convs) {
       const li = el('li');
       if (c.id === state.current) li.className = 'current';
@@ -956,7 +958,7 @@
         dl.append(el('dt', null, visible(k)));
         const dd = el('dd');
         const text = pretty(v);
-        if (typeof v === 'string') dd.append(el('div', 'folded-note', fmtBytes(new TextEncoder().encode(v).length) + ', ' + v.split('\n').length + ' lines'));
+        if (typeof v === 'string') dd.append(el('div', 'folded-note', fmtBytes(new TextEncoder().encode(v).length) + ', ' + (v.split('\n').length - (v.endsWith('\n') ? 1 : 0)) + ' line(s)'));
         dd.append(folded(text, 600));
         dl.append(dd);
       }
