@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -133,12 +134,16 @@ func (st *Store) List(ctx context.Context) ([]*Skill, []error) {
 // is a symbolic link out of the store does not load.
 func (st *Store) load(r *os.Root, name string) (*Skill, error) {
 	path := filepath.Join(st.dir, name, "SKILL.md")
-	rel := name + "/SKILL.md"
-	fi, err := r.Stat(rel)
+	f, err := r.Open(name + "/SKILL.md")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &FileError{Path: path, Msg: "missing: a skill folder holds a SKILL.md"}
 		}
+		return nil, &FileError{Path: path, Msg: fmt.Sprintf("cannot be read: %v", err)}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return nil, &FileError{Path: path, Msg: fmt.Sprintf("cannot be read: %v", err)}
 	}
 	if !fi.Mode().IsRegular() {
@@ -147,7 +152,7 @@ func (st *Store) load(r *os.Root, name string) (*Skill, error) {
 	if fi.Size() > MaxFileBytes {
 		return nil, &FileError{Path: path, Msg: fmt.Sprintf("larger than %d bytes", MaxFileBytes)}
 	}
-	data, err := r.ReadFile(rel)
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, &FileError{Path: path, Msg: fmt.Sprintf("cannot be read: %v", err)}
 	}
