@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // ProtocolVersion is the version of docs/PROTOCOL.md this server speaks.
@@ -153,6 +155,10 @@ type approvalRequestFrame struct {
 	ExpiresAt       time.Time       `json:"expires_at"`
 	ArgumentsHash   string          `json:"arguments_hash"`
 	Touches         []string        `json:"touches,omitempty"`
+	// Targets are what the call would touch, resolved now (always a list).
+	Targets []catalog.Target `json:"targets"`
+	// Reason says why the user is asked beyond the skill's policy, if so.
+	Reason string `json:"reason,omitempty"`
 }
 
 type approvalResolvedFrame struct {

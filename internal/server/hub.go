@@ -245,6 +245,7 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 	q.frame = encode(approvalRequestFrame{
 		Type: "approval_request", ID: q.id, ConversationID: req.Conversation, CallID: req.CallID, SkillName: req.Skill,
 		Arguments: args, PermissionLevel: string(req.Permission), ExpiresAt: expires, ArgumentsHash: q.hash, Touches: req.Touches,
+		Targets: targetsOrEmpty(req.Targets), Reason: req.Reason,
 	})
 	err := s.opts.Store.InsertApproval(ctx, store.Approval{
 		ID: q.id, Conversation: req.Conversation, CallID: req.CallID, Skill: req.Skill, Permission: string(req.Permission),

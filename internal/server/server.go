@@ -59,6 +59,7 @@ type Store interface {
 	DecideApproval(ctx context.Context, id, status, decidedBy string, at time.Time) error
 	GetApproval(ctx context.Context, id string) (store.Approval, error)
 	Approvals(ctx context.Context, conversation string) ([]store.Approval, error)
+	Audit(ctx context.Context, conversation string, limit int) ([]store.AuditEntry, error)
 }
 
 // Options configure a Server. Zero values take the defaults below.
@@ -199,6 +200,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/skills", s.api(s.listSkills))
 	m.HandleFunc("GET /api/conversations", s.api(s.listConversations))
 	m.HandleFunc("GET /api/conversations/{id}", s.api(s.getConversation))
+	m.HandleFunc("GET /api/audit", s.api(s.listAudit))
 	m.HandleFunc("DELETE /api/conversations/{id}", s.api(s.deleteConversation))
 	m.HandleFunc("POST /api/chat/{conversation_id}/approve", s.api(s.approveHTTP))
 	m.HandleFunc("POST /api/chat/{conversation_id}/messages", s.api(s.postMessage))
