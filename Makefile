@@ -7,6 +7,7 @@
 #   make fixtures  rebuild runtime/testdata/*.wasm from their .wat
 #   make bench     benchmarks with real counts (results: docs/BENCHMARKS.md)
 #   make load      buddy serve under LOAD_SESSIONS WebSocket sessions on loopback (docs/BENCHMARKS.md)
+#   make e2e-llm   the agent loop against a real llama-server, both APIs (README; outside make test)
 #   make fuzz      every fuzz target for FUZZTIME each
 #   make check     gofmt, go mod tidy, generated files; then git diff --exit-code
 #   make lint      go vet and gofmt on every module
@@ -24,7 +25,7 @@ LOAD_RATE ?= 100
 GUEST_MODULES := skillkit builtins-src
 
 .PHONY: run build test test-go test-guests tools builtins builtins-check fixtures fixtures-check \
-	templates-check bench bench-once load fuzz check lint clean
+	templates-check bench bench-once load e2e-llm fuzz check lint clean
 
 run: build
 	./$(BIN) serve
@@ -67,6 +68,15 @@ bench-once:
 load:
 	BUDDY_LOAD_SESSIONS=$(LOAD_SESSIONS) BUDDY_LOAD_RATE=$(LOAD_RATE) \
 		$(GO) test -count=1 -run '^TestLoad$$' -v -timeout 10m ./cmd/buddy/
+
+# The agent loop against a real LLM server: llama.cpp's llama-server (Debian
+# sid's build, cached in ~/.cache/buddy/llama-sid) with a tiny generated model,
+# over /v1/chat/completions and /v1/messages (cmd/buddy/e2e_llm_test.go).
+# Skipped, saying why, when llama-server cannot be set up. Against a real
+# server instead: BUDDY_E2E_BASE_URL=... BUDDY_E2E_MODEL=... [BUDDY_E2E_KIND=
+# anthropic] [BUDDY_E2E_API_KEY_ENV=ANTHROPIC_API_KEY] make e2e-llm
+e2e-llm:
+	BUDDY_E2E_LLM=1 $(GO) test -count=1 -run '^TestE2ELLM$$' -v -timeout 20m ./cmd/buddy/
 
 builtins:
 	scripts/build-builtins.sh
