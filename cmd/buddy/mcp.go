@@ -47,7 +47,7 @@ func (a *app) mcpCommand(ctx context.Context, args []string) error {
 	case config.MCPApprovalWeb:
 		log.Info(`[mcp] approval = "web" needs buddy serve's /mcp: over stdio, calls the client cannot approve by elicitation are denied`)
 	}
-	srv, err := newMCPServer(ctx, live, e.cfg, e.st, log, fallback, nil)
+	srv, err := newMCPServer(ctx, live, e.md, e.cfg, e.st, log, fallback, nil)
 	if err != nil {
 		return err
 	}
@@ -63,12 +63,15 @@ func (a *app) mcpCommand(ctx context.Context, args []string) error {
 
 // newMCPServer builds the MCP server over the same gate as every front end:
 // approval.Gate on the live catalog, with the audit log.
-func newMCPServer(ctx context.Context, live *registry.Live, cfg *config.Config, st *store.Store, log *slog.Logger,
+func newMCPServer(ctx context.Context, live *registry.Live, md *skillsMD, cfg *config.Config, st *store.Store, log *slog.Logger,
 	fallback approval.Asker, newConversation func(context.Context, string) (string, error)) (*mcpserver.Server, error) {
 	timeout := cfg.Approval.Timeout
 	return mcpserver.New(ctx, mcpserver.Options{
 		NewGate: func(asker approval.Asker) mcpserver.Gate {
-			return approval.New(live, approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(st, log)})
+			// The same catalog (WebAssembly and SKILL.md skills) and the same
+			// guard of declared permissions as buddy serve and skill run.
+			return approval.New(md.union(live), approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(st, log),
+				Guard: md.guard(func() skillSource { return live.Current() })})
 		},
 		Fallback:        fallback,
 		NewConversation: newConversation,
@@ -127,7 +130,7 @@ func ttyAsker() approval.Asker {
 // newServeMCP is the MCP server of buddy serve's /mcp: [mcp] approval =
 // "web" asks on the buddy page (each MCP session gets a stored conversation
 // the page can watch), "terminal" on buddy serve's terminal.
-func newServeMCP(ctx context.Context, live *registry.Live, cfg *config.Config, st *store.Store, log *slog.Logger, host server.MCPHost) (*mcpserver.Server, error) {
+func newServeMCP(ctx context.Context, live *registry.Live, md *skillsMD, cfg *config.Config, st *store.Store, log *slog.Logger, host server.MCPHost) (*mcpserver.Server, error) {
 	var fallback approval.Asker
 	var newConv func(context.Context, string) (string, error)
 	switch cfg.MCP.Approval {
@@ -137,5 +140,5 @@ func newServeMCP(ctx context.Context, live *registry.Live, cfg *config.Config, s
 		fallback = approval.AskerFunc(host.Ask)
 		newConv = host.NewConversation
 	}
-	return newMCPServer(ctx, live, cfg, st, log, fallback, newConv)
+	return newMCPServer(ctx, live, md, cfg, st, log, fallback, newConv)
 }

@@ -77,7 +77,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Store: e.st,
 		NewGate: func(asker approval.Asker) server.Gate {
 			return approval.New(e.md.union(live), approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(e.st, log),
-				Guard: e.md.guard(func() skillSource { return live.Current() })})
+				AllowAfterPrivateRead: allowAfterPrivateRead(cfg),
+				Guard:                 e.md.guard(func() skillSource { return live.Current() })})
 		},
 		NewAgent: func(gate server.Gate) server.Agent {
 			if provider == nil {
@@ -91,7 +92,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 			})
 		},
 		NewMCP: func(host server.MCPHost) http.Handler {
-			mcpSrv, mcpErr = newServeMCP(ctx, live, cfg, e.st, log, host)
+			mcpSrv, mcpErr = newServeMCP(ctx, live, e.md, cfg, e.st, log, host)
 			if mcpErr != nil {
 				return nil
 			}
