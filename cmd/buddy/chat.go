@@ -455,6 +455,9 @@ func (s *chatSession) newConversation(ctx context.Context, title string) (string
 // endOfInput is Ctrl-D (or the end of a script): the approval on screen and
 // any queued are denied, and chat exits once the running turn ends.
 func (s *chatSession) endOfInput() error {
+	if s.o.Interactive && !s.eof {
+		fmt.Fprintln(s.o.Out) // end the prompt's line
+	}
 	s.eof = true
 	for len(s.asking) > 0 {
 		fmt.Fprintln(s.o.Out, "n (end of input)")
@@ -467,7 +470,8 @@ func (s *chatSession) endOfInput() error {
 
 // cancel is Ctrl-C during a turn.
 func (s *chatSession) cancel() error {
-	fmt.Fprintln(s.o.Out, "\n^C canceling the turn…")
+	// The terminal has echoed ^C already.
+	fmt.Fprintln(s.o.Out, "\ncanceling the turn…")
 	return s.write(map[string]any{"type": "cancel", "conversation_id": s.conv})
 }
 

@@ -353,7 +353,7 @@ func TestChatCancel(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("chat: %v\n%s%s", r.err, r.out, r.errOut)
 	}
-	assertChatShows(t, r.out, "you> hang\n", "^C canceling the turn…\n", "(canceled)\n")
+	assertChatShows(t, r.out, "you> hang\n", "canceling the turn…\n", "(canceled)\n")
 	select {
 	case err := <-cs.llm.canceled:
 		if !errors.Is(err, context.Canceled) {
