@@ -106,9 +106,12 @@ func (s *Server) startTurn(convID string) (context.Context, func(), error) {
 }
 
 // runTurn runs a turn and ends it with a done frame (an error frame first
-// when it failed).
-func (s *Server) runTurn(ctx context.Context, convID, text string) agent.Outcome {
+// when it failed). end unregisters the turn before done is sent: a client
+// that sends its next message as soon as it reads done must not be told a
+// turn is still running.
+func (s *Server) runTurn(ctx context.Context, end func(), convID, text string) agent.Outcome {
 	out := s.agent.Turn(ctx, convID, text, sink{s: s, conv: convID})
+	end()
 	if out.Reason == agent.ReasonError && out.Err != nil {
 		kind := errs.KindOf(out.Err)
 		s.log.Warn("turn failed", "conversation", convID, "kind", kind, "err", out.Err)
@@ -155,7 +158,7 @@ func (cl *client) sendTurn(f *inFrame) {
 	text := *f.Text
 	go func() {
 		defer end()
-		s.runTurn(ctx, convID, text)
+		s.runTurn(ctx, end, convID, text)
 	}()
 }
 
@@ -212,7 +215,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(r.Context(), end)
 	defer stop()
 	// A turn run for an HTTP client is the conversation's until it ends.
-	out := s.runTurn(ctx, convID, *body.Text)
+	out := s.runTurn(ctx, end, convID, *body.Text)
 	calls := out.ToolCalls
 	if calls == nil {
 		calls = []agent.ToolOutcome{}
