@@ -83,6 +83,9 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 			return nil, err
 		}
 		e.md = openInstructions(ctx, e, a.stderr)
+		if err := noteConfig(ctx, e.st, e.cfg.Path); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }

@@ -10,6 +10,7 @@
 //	buddy skill init NAME --lang tinygo|rust [--dir DIR]
 //	buddy serve [--listen 127.0.0.1:7700]              # the WebSocket server; SIGHUP reloads buddy.toml
 //	buddy token [--rotate]                            # the server's bearer token
+//	buddy audit list [--conversation ID] [--json] | audit verify
 //	buddy mcp                                         # the skills over MCP on stdio (docs/PROTOCOL.md#mcp)
 //	buddy chat [--url URL] [--conversation ID]        # chat with a running buddy serve in the terminal
 //
@@ -96,6 +97,8 @@ Usage:
   buddy skill init NAME --lang tinygo|rust [--dir DIR]
   buddy serve [--listen ADDR]         HTTP + WebSocket server (docs/PROTOCOL.md)
   buddy token [--rotate]              print (or replace) the server's token
+  buddy audit list [--conversation ID] [--limit N] [--json]
+  buddy audit verify                  check the audit log's hash chain (exit 14: tampered)
   buddy mcp                           the skills over MCP on stdin/stdout, for MCP clients
   buddy chat [--url URL] [--conversation ID]
                                       chat with a running buddy serve (Ctrl-C cancels, Ctrl-D exits)
@@ -125,6 +128,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.serve(ctx, args[1:])
 	case "token":
 		return a.token(ctx, args[1:])
+	case "audit":
+		return a.audit(ctx, args[1:])
 	case "mcp":
 		return a.mcpCommand(ctx, args[1:])
 	case "chat":

@@ -1,0 +1,97 @@
+//go:build unix
+
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ncruces/go-sqlite3/driver"
+
+	"github.com/buddy-run/buddy/internal/errs"
+)
+
+// TestAuditListAndVerify: CLI calls are audited with what they touched, the
+// log verifies, and an edit of the SQLite file made behind buddy's back is
+// reported with its row and exit code 14.
+func TestAuditListAndVerify(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	dir := filepath.Join(s.dir, "files")
+	write(t, filepath.Join(dir, "tax.txt"), "income\n")
+	cfg := write(t, filepath.Join(s.dir, "audit.toml"), `
+[skills.read_file]
+allowed_directories = [`+q(dir)+`]
+[skills.write_file]
+allowed_directories = [`+q(dir)+`]
+`)
+	s.run(t, "skill", "run", "read_file", "--config", cfg, "--input", `{"path":"tax.txt"}`).ok(t)
+	s.run(t, "skill", "run", "write_file", "--config", cfg, "--yes", "--input", `{"path":"out/new.txt","content":"hello"}`).ok(t)
+	s.run(t, "skill", "run", "read_file", "--config", cfg, "--input", `{"path":"/etc/passwd"}`).fails(t, errs.KindForbidden)
+
+	var rows []struct {
+		ID           int64    `json:"id"`
+		Kind         string   `json:"kind"`
+		Skill        string   `json:"skill"`
+		Outcome      string   `json:"outcome"`
+		Paths        []string `json:"paths"`
+		BytesRead    int64    `json:"bytes_read"`
+		BytesWritten int64    `json:"bytes_written"`
+		Hash         string   `json:"hash"`
+	}
+	out := s.run(t, "audit", "list", "--json", "--config", cfg).ok(t)
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("audit list --json: %v\n%s", err, out)
+	}
+	var got []string
+	for _, r := range rows {
+		line := r.Kind + " " + r.Skill + " " + r.Outcome + " " + strings.Join(r.Paths, ",")
+		got = append(got, line)
+		if r.Hash == "" {
+			t.Errorf("row %d has no hash", r.ID)
+		}
+	}
+	want := []string{
+		"config  first seen ",
+		"config  changed " + cfg,
+		"invocation read_file ok " + dir + "/tax.txt",
+		"approval write_file approved " + dir + "/out/new.txt",
+		"invocation write_file ok " + dir + "/out/new.txt",
+		"invocation read_file forbidden ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if rows[2].BytesRead != 7 || rows[4].BytesWritten != 5 {
+		t.Errorf("bytes: read %d, written %d", rows[2].BytesRead, rows[4].BytesWritten)
+	}
+	text := s.run(t, "audit", "list", "--config", cfg).ok(t)
+	if !strings.Contains(text, dir+"/tax.txt") || !strings.HasPrefix(text, "ID") {
+		t.Errorf("audit list:\n%s", text)
+	}
+	if out := s.run(t, "audit", "verify", "--config", cfg).ok(t); !strings.Contains(out, "intact: 6 rows") {
+		t.Fatalf("audit verify: %q", out)
+	}
+
+	// Another process with the user's rights rewrites an outcome.
+	db, err := driver.Open("file:" + filepath.Join(s.dataDir(), "buddy.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"DROP TRIGGER audit_append_only", "UPDATE audit SET outcome = 'ok' WHERE id = 6"} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	detail := s.run(t, "audit", "verify", "--config", cfg).fails(t, errs.KindTampered)
+	if !strings.Contains(detail, "row 6: edited") {
+		t.Fatalf("verify detail %q, want row 6 edited", detail)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "new.txt")); err != nil {
+		t.Fatal(err)
+	}
+}
