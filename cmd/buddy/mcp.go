@@ -71,7 +71,8 @@ func newMCPServer(ctx context.Context, live *registry.Live, md *skillsMD, cfg *c
 			// The same catalog (WebAssembly and SKILL.md skills) and the same
 			// guard of declared permissions as buddy serve and skill run.
 			return approval.New(md.union(live), approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(st, log),
-				Guard: md.guard(func() skillSource { return live.Current() })})
+				AllowAfterPrivateRead: allowAfterPrivateRead(cfg),
+				Guard:                 md.guard(func() skillSource { return live.Current() })})
 		},
 		Fallback:        fallback,
 		NewConversation: newConversation,
