@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +30,9 @@ type Module struct {
 	manifest *Manifest
 	info     *Info
 	compiled *extism.CompiledPlugin
+	// kernelPrefill are the kernel exports looked up when an instance is
+	// made (prefillKernel).
+	kernelPrefill []kernelIndex
 
 	ready     chan *instance // fresh, never-called instances
 	filling   atomic.Bool
@@ -118,15 +122,20 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		if m.info.info.HasStart {
 			// The module's start section, run where wazero would have run it
 			// (before anything else) but under this call's limits.
-			if _, _, err := p.CallWithContext(ctx, startExport, nil); err != nil {
+			if _, _, err := inst.call(ctx, st, startExport, nil); err != nil {
 				st.settled = false // a failing start is no guest error_set
 				done <- outcome{err: err}
 				return
 			}
 			st.settled = false
 		}
-		rc, out, err := p.CallWithContext(ctx, fn, input)
+		rc, out, err := inst.call(ctx, st, fn, input)
 		done <- outcome{rc, out, err}
+		// Let the caller take its answer before this worker closes the
+		// instance (zeroing its memories: tens of µs). Without it the
+		// caller, woken onto this worker's processor, waited for the
+		// clean-up: half of an idle call's latency.
+		goruntime.Gosched()
 	})
 	m.refill()
 
@@ -159,10 +168,12 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 // notice it (at its next refuel or host call) before answering without it.
 const watchdogGrace = 100 * time.Millisecond
 
-// instance is a fresh plugin instance and its WASI random source.
+// instance is a fresh plugin instance, its WASI random source and the
+// exports its call will use, looked up ahead (fastcall.go).
 type instance struct {
 	p    *extism.Plugin
 	rand *xorshiftReader
+	prep *prepared // nil: the call goes through go-sdk's CallWithContext
 }
 
 // instance returns a fresh instance: a prepared one if any, else a new one.
@@ -193,7 +204,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		}
 		return nil, &TrapError{Reason: "instantiating: " + firstLine(err.Error())}
 	}
-	return &instance{p: p, rand: rand}, nil
+	return &instance{p: p, rand: rand, prep: m.prepare(p)}, nil
 }
 
 // xorshiftReader is a deterministic pseudo-random stream for WASI random_get:
@@ -323,11 +334,13 @@ type callState struct {
 	// errorSet: the guest called error_set. With settled, an error from
 	// go-sdk is the guest's own message (a reactor's _initialize settles
 	// too, before the export runs).
-	errorSet bool
-	blocks   blockTable
-	kernel   kernelFuncs // this instance's kernel exports, looked up once
-	vars     varStore    // Extism vars: this call's only
-	failure  error       // the first error the runtime ended the call with
+	errorSet  bool
+	blocks    blockTable
+	kernel    kernelFuncs // this instance's kernel exports, looked up once
+	vars      varStore    // Extism vars: this call's only
+	input     uint64      // the input block's kernel offset, once known
+	haveInput bool
+	failure   error // the first error the runtime ended the call with
 
 	logLines, logBytes, logDropped int
 }
@@ -431,6 +444,7 @@ func (st *callState) flushLogs() {
 const (
 	kernelCallCost  = 50
 	kernelLightCost = 4  // a load, a store: a round trip through Go
+	kernelLoadCost  = 2  // load_u64, input_load_u64 (as when go-sdk served them)
 	kernelByteCost  = 10 // bytes per unit for alloc sizes
 )
 
@@ -503,6 +517,28 @@ func (m *Module) meterFunctions() []extism.HostFunction {
 				panic(&TrapError{Reason: fmt.Sprintf("store_u64 at %#x: outside every block the guest allocated", off)})
 			}
 		}, []api.ValueType{i64, i64}, nil),
+		// Loads: read straight from the kernel memory the call's state holds
+		// (go-sdk's proxies look the memory up by name and its plugin in the
+		// context at every 8 bytes), with go-sdk's semantics — the offset is
+		// truncated to 32 bits; input_load_u64 is relative to the input block
+		// — and its fuel: 2 per call, as its import cost and listener charged.
+		fn(hostfns.KernelNamespace, "load_u64", func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+			st := kernelLoad(ctx)
+			v, ok := st.kernelMem(ctx).ReadUint64Le(uint32(stack[0]))
+			if !ok {
+				panic(&TrapError{Reason: fmt.Sprintf("load_u64 at %#x: outside kernel memory", stack[0])})
+			}
+			stack[0] = v
+		}, []api.ValueType{i64}, []api.ValueType{i64}),
+		fn(hostfns.KernelNamespace, "input_load_u64", func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+			st := kernelLoad(ctx)
+			off := stack[0] + st.inputOffset(ctx)
+			v, ok := st.kernelMem(ctx).ReadUint64Le(uint32(off))
+			if !ok {
+				panic(&TrapError{Reason: fmt.Sprintf("input_load_u64 at %#x: outside kernel memory", stack[0])})
+			}
+			stack[0] = v
+		}, []api.ValueType{i64}, []api.ValueType{i64}),
 		fn(hostfns.KernelNamespace, "length", kernelLength, []api.ValueType{i64}, []api.ValueType{i64}),
 		fn(hostfns.KernelNamespace, "length_unsafe", kernelLength, []api.ValueType{i64}, []api.ValueType{i64}),
 		fn(hostfns.KernelNamespace, "output_set", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
@@ -600,8 +636,15 @@ const (
 	kFirstPlain
 )
 
-// kErrorSet is error_set's index among the plain forwards.
-var kErrorSet = kernelIndex(slices.Index(kernelNames[:], "error_set"))
+// Indices among the plain forwards: error_set's, and those the call
+// sequence uses (fastcall.go).
+var (
+	kErrorSet     = kernelIndex(slices.Index(kernelNames[:], "error_set"))
+	kInputSet     = kernelIndex(slices.Index(kernelNames[:], "input_set"))
+	kErrorGet     = kernelIndex(slices.Index(kernelNames[:], "error_get"))
+	kOutputOffset = kernelIndex(slices.Index(kernelNames[:], "output_offset"))
+	kOutputLength = kernelIndex(slices.Index(kernelNames[:], "output_length"))
+)
 
 func kernelLength(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 	st := kernelEntry(ctx)
@@ -616,6 +659,27 @@ func kernelEntry(ctx context.Context) *callState {
 	st.checkDeadline()
 	st.Charge(kernelCallCost)
 	return st
+}
+
+// kernelLoad is the start of load_u64 and input_load_u64.
+func kernelLoad(ctx context.Context) *callState {
+	st := stateFrom(ctx)
+	st.checkDeadline()
+	st.Charge(kernelLoadCost)
+	return st
+}
+
+// inputOffset is where the call's input block starts in kernel memory.
+func (st *callState) inputOffset(ctx context.Context) uint64 {
+	if st.haveInput {
+		return st.input // set by the prepared call path (fastcall.go)
+	}
+	// Set by go-sdk's CallWithContext when the call went through it.
+	off, ok := ctx.Value(extism.InputOffsetKey("inputOffset")).(uint64)
+	if !ok {
+		panic(errs.New(ErrInternal, "input_load_u64: no input in context"))
+	}
+	return off
 }
 
 // kernelLight is the start of the constant-time kernel calls (loads, stores,

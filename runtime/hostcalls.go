@@ -135,7 +135,7 @@ func chargePoll(_ context.Context, st *callState, _ api.Module, _ string, params
 }
 
 // chargeKernelProxy: the extism:host/env functions go-sdk still serves
-// (load_u64, input_load_u64, config_get, log_*, get_log_level). Those that
+// (config_get, log_*, get_log_level). Those that
 // take a block walk the kernel's block list to find its length and copy the
 // block: charge for the walk (as the wrapped length does) and the bytes.
 func chargeKernelProxy(ctx context.Context, st *callState, _ api.Module, name string, params []uint64) int64 {

@@ -84,6 +84,8 @@ var wrappedKernel = map[string]bool{"alloc": true, "free": true, "length": true,
 	"input_length": true, "input_load_u8": true, "load_u8": true, "input_set": true,
 	"input_offset": true, "output_length": true, "output_offset": true,
 	"error_set": true, "error_get": true, "memory_bytes": true,
+	// Loads served from the cached kernel memory (call.go).
+	"load_u64": true, "input_load_u64": true,
 	// Per-call, bounded Extism vars (vars.go).
 	"var_get": true, "var_set": true}
 
@@ -602,6 +604,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		info:     newInfo(wasm, fi),
 		ready:    make(chan *instance, max(r.opts.Prepared, 0)),
 	}
+	mod.kernelPrefill = mod.prefillKernel()
 	funcs = append(funcs, mod.meterFunctions()...)
 	cp, err := extism.NewCompiledPlugin(compileContext(withHostCallListeners(ctx)), extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: code, Name: "main"}},

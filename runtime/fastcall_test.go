@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFastPathInUse: instances of a plain module and of a WASI reactor
+// (TinyGo, go-pdk) get their exports looked up ahead, and calls through the
+// prepared path answer as go-sdk's CallWithContext did. A go-sdk upgrade that
+// renames the Plugin fields sdkModules reads fails here.
+func TestFastPathInUse(t *testing.T) {
+	ctx := t.Context()
+	rt, err := New(ctx, Options{Prepared: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	for _, c := range []struct {
+		fixture, entry string
+		input          []byte
+		wantInit       bool
+		check          func([]byte) bool
+	}{
+		{"echo.wasm", "run", []byte(`{"path":"notes/today.txt"}`), false,
+			func(out []byte) bool { return bytes.Equal(out, []byte(`{"path":"notes/today.txt"}`)) }},
+		{"pdkplugin.wasm", "greet", []byte(`{"name":"Ada"}`), true,
+			func(out []byte) bool { return bytes.Contains(out, []byte("Ada")) }},
+	} {
+		t.Run(c.fixture, func(t *testing.T) {
+			wasm, err := os.ReadFile(filepath.Join("testdata", c.fixture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			man := DefaultManifest("fast")
+			man.Entrypoint = c.entry
+			mod, err := rt.Load(ctx, wasm, Spec{Manifest: man})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mod.Close(ctx)
+			inst, err := mod.newInstance(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inst.p.Close(ctx)
+			pr := inst.prep
+			if pr == nil {
+				t.Fatal("no prepared handles: calls fall back to go-sdk's CallWithContext")
+			}
+			if pr.entry == nil || pr.kernel.mod == nil || pr.kernel.mem == nil {
+				t.Fatalf("prepared %+v: missing entry, kernel or memory", pr)
+			}
+			for _, i := range []kernelIndex{kReset, kAlloc, kInputSet, kOutputOffset, kOutputLength, kErrorGet, kLength} {
+				if pr.kernel.fns[i] == nil {
+					t.Errorf("kernel %s not looked up ahead", kernelNames[i])
+				}
+			}
+			if (pr.init != nil) != c.wantInit {
+				t.Errorf("guest initializer found = %v, want %v", pr.init != nil, c.wantInit)
+			}
+			for i := 0; i < 3; i++ { // fresh instances each time, via Call
+				res, err := mod.Call(ctx, c.input)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !c.check(res.Output) {
+					t.Fatalf("output %q", res.Output)
+				}
+			}
+		})
+	}
+}
