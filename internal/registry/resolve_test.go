@@ -176,7 +176,7 @@ func TestScriptedModelReadThenFetch(t *testing.T) {
 
 type nopSink struct{}
 
-func (nopSink) Delta(string)                                                  {}
-func (nopSink) Message(string, string)                                        {}
-func (nopSink) ToolCall(catalog.Call)                                         {}
+func (nopSink) Delta(string)                                                   {}
+func (nopSink) Message(string, string)                                         {}
+func (nopSink) ToolCall(catalog.Call)                                          {}
 func (nopSink) ToolResult(catalog.Call, *catalog.Result, error, time.Duration) {}
