@@ -30,7 +30,7 @@ const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abc
 
 // frameWait bounds every wait for a frame: generous for -race on two
 // shared cores, never reached by a passing test.
-const frameWait = 15 * time.Second
+const frameWait = 45 * time.Second
 
 // cacheDir is one runtime cache shared by the package's tests, so each
 // stack does not recompile the built-ins.
