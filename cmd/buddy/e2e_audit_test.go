@@ -77,21 +77,29 @@ allowed_directories = [`+q(dir)+`]
 	}
 
 	// Another process with the user's rights rewrites an outcome.
-	db, err := driver.Open("file:" + filepath.Join(s.dataDir(), "buddy.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"DROP TRIGGER audit_append_only", "UPDATE audit SET outcome = 'ok' WHERE id = 6"} {
-		if _, err := db.ExecContext(t.Context(), q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	tamperAudit(t, filepath.Join(s.dataDir(), "buddy.db"), "UPDATE audit SET outcome = 'ok' WHERE id = 6")
 	detail := s.run(t, "audit", "verify", "--config", cfg).fails(t, errs.KindTampered)
 	if !strings.Contains(detail, "row 6: edited") {
 		t.Fatalf("verify detail %q, want row 6 edited", detail)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out", "new.txt")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tamperAudit edits the audit log of the database at path directly, as any
+// process with the user's rights could: it drops the append-only trigger
+// and runs stmt.
+func tamperAudit(t *testing.T, path, stmt string) {
+	t.Helper()
+	db, err := driver.Open("file:" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{"DROP TRIGGER audit_append_only", stmt} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }

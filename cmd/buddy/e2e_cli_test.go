@@ -69,6 +69,12 @@ allowed_directories = ["/tmp"]
 bogus_key = 1
 `)
 	noDirs := write(t, filepath.Join(s.dir, "nodirs.toml"), "[skills.read_file]\n")
+	// A data directory of its own whose audit log another process edited.
+	tampered := write(t, filepath.Join(s.dir, "tampered.toml"), fmt.Sprintf("[storage]\ndata_dir = %s\n", q(filepath.Join(s.dir, "tampered"))))
+	if r := s.run(t, "skill", "list", "--config", tampered); r.code != 0 {
+		t.Fatalf("seeding the audit log:\n%s", r)
+	}
+	tamperAudit(t, filepath.Join(s.dir, "tampered", "buddy.db"), "UPDATE audit SET outcome = 'x' WHERE id = 1")
 	spinTimeout := fixtureDir(t, filepath.Join(s.dir, "spin_timeout"), "spin.wasm",
 		manifest("spin_timeout", "1.0.0", "read_only", "", "[resources]\nfuel = 1_000_000_000_000\ntimeout = \"300ms\"\n"))
 	spinFuel := fixtureDir(t, filepath.Join(s.dir, "spin_fuel"), "spin.wasm",
@@ -137,6 +143,7 @@ bogus_key = 1
 		{"unreachable", errs.KindTrap, run("skill", "run", testdata(t, "trap.wasm")), "unreachable", 0},
 		{"division by zero", errs.KindTrap, run("skill", "run", testdata(t, "trap.wasm"), "--entrypoint", "div0"), "divide by zero", 0},
 		{"guest failure", errs.KindSkill, run("skill", "run", testdata(t, "echo.wasm"), "--entrypoint", "fail_plain"), "something broke", 0},
+		{"audit log edited", errs.KindTampered, run("audit", "verify", "--config", tampered), "row 1: edited", 0},
 		{"connection refused", errs.KindUnavailable, run("skill", "run", "fetch_url", "--yes", "--config", cfg, "--input", `{"url":"http://`+closed+`/"}`), closed, 0},
 		{"interrupted", errs.KindCanceled, job{args: []string{"skill", "run", spinLong}, start: interrupt}, "", 10 * time.Second},
 	}

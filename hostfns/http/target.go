@@ -50,16 +50,16 @@ func (f *Fetcher) Inspect(ctx context.Context, rawURL string) (Target, error) {
 			t.Host = e.Host
 		}
 		if errors.Is(err, errs.ErrForbidden) {
-			t.Refused = err.Error()
+			t.Refused = reasonOf(err)
 		} else {
-			t.Unresolved = err.Error()
+			t.Unresolved = reasonOf(err)
 		}
 		return t, nil
 	}
 	t.URL, t.Scheme = u.String(), u.Scheme
 	host, ip, err := normalizeHost(u.Hostname(), len(u.Host) > 0 && u.Host[0] == '[')
 	if err != nil {
-		t.Refused = err.Error()
+		t.Refused = reasonOf(err)
 		return t, nil
 	}
 	t.Host, t.Port = host, defaultPort(u.Scheme)
@@ -76,16 +76,16 @@ func (f *Fetcher) Inspect(ctx context.Context, rawURL string) (Target, error) {
 	}
 	if err != nil {
 		if errors.Is(err, errs.ErrForbidden) {
-			t.Refused = err.Error()
+			t.Refused = reasonOf(err)
 		} else {
-			t.Unresolved = err.Error()
+			t.Unresolved = reasonOf(err)
 		}
 		return t, nil
 	}
 	for _, c := range SortAddrs(cands) {
 		a := Address{IP: c, Refused: f.addrRefusal(c, local)}
 		if a.Refused != "" && t.Refused == "" {
-			t.Refused = (&Error{Kind: errs.ErrForbidden, URL: t.URL, Host: host, Addr: c, Reason: a.Refused}).Error()
+			t.Refused = reasonOf(&Error{Kind: errs.ErrForbidden, URL: t.URL, Host: host, Addr: c, Reason: a.Refused})
 		}
 		t.Addresses = append(t.Addresses, a)
 	}
@@ -143,4 +143,15 @@ func traceContacts(ctx context.Context, u *url.URL) context.Context {
 			}
 		},
 	})
+}
+
+// reasonOf is an error's text without its leading kind ("forbidden: "): the
+// gate names the kind itself.
+func reasonOf(err error) string {
+	msg := err.Error()
+	var e *Error
+	if errors.As(err, &e) && e.Kind != nil {
+		msg = strings.TrimPrefix(msg, e.Kind.Error()+": ")
+	}
+	return msg
 }

@@ -41,9 +41,13 @@ func (r *Registry) Resolve(ctx context.Context, c catalog.Call) ([]catalog.Targe
 	if err := json.Unmarshal(c.Arguments, &args); err != nil {
 		return caps, nil
 	}
-	switch s.Name {
-	case "read_file", "write_file", "fetch_url":
+	switch {
+	case s.Name == "read_file" && args.Path != "",
+		s.Name == "write_file" && args.Path != "" && args.Content != nil,
+		s.Name == "fetch_url" && args.URL != "":
 	default:
+		// Another skill, or arguments the skill itself refuses first
+		// (invalid_input) before any host function runs.
 		return caps, nil
 	}
 	if _, err := r.load(ctx, s); err != nil {
