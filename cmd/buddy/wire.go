@@ -2,106 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/audit"
 	"github.com/buddy-run/buddy/internal/config"
-	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/store"
 )
 
-// auditRecorder writes the audit rows of a call through the gate, the CLI's
-// and the server's alike: an approval row when the user was asked (with why,
-// and what was shown), then the invocation row with what the call's host
-// functions touched. A failed write is logged; the call's own result stands.
+// auditRecorder writes the audit rows of every call through a gate
+// (internal/audit).
 func auditRecorder(st *store.Store, log *slog.Logger) func(ctx context.Context, o approval.Outcome) {
-	if st == nil {
-		return nil
-	}
-	return func(ctx context.Context, o approval.Outcome) {
-		e := store.AuditEntry{
-			Time:          o.Started.UTC(),
-			Kind:          store.AuditInvocation,
-			Conversation:  o.Call.Conversation,
-			Skill:         o.Call.Skill,
-			Version:       o.Info.Version,
-			ModuleSHA256:  o.Info.SHA256,
-			ArgumentsHash: catalog.ArgumentsHash(o.Call.Arguments),
-			Outcome:       "ok",
-			Asked:         o.Asked,
-			DurationUS:    o.Duration.Microseconds(),
-			BytesIn:       int64(len(o.Call.Arguments)),
-		}
-		if o.Info.Name != "" {
-			e.Skill = o.Info.Name
-		}
-		if o.Err != nil {
-			e.Outcome, e.Detail = string(errs.KindOf(o.Err)), o.Err.Error()
-		}
-		var used catalog.Usage
-		if o.Result != nil {
-			e.Fuel, e.BytesOut = o.Result.Fuel, int64(len(o.Result.Output))
-			e.Version, e.ModuleSHA256 = o.Result.Version, o.Result.SHA256
-			used = o.Result.Usage
-		}
-		var ue *catalog.UsageError
-		if errors.As(o.Err, &ue) {
-			used = ue.Usage
-		}
-		e.BytesRead, e.BytesWritten = used.BytesRead, used.BytesWritten
-		e.Paths, e.Hosts, e.Addresses = used.Paths, used.Hosts, used.Addresses
-		if o.Asked {
-			a := e
-			a.Kind, a.Outcome, a.Detail = store.AuditApproval, "approved", approvalDetail(o)
-			a.Fuel, a.DurationUS, a.BytesOut, a.BytesRead, a.BytesWritten = 0, 0, 0, 0, 0
-			a.Paths, a.Hosts, a.Addresses = targetPaths(o.Targets)
-			switch {
-			case errs.KindOf(o.Err) == errs.KindDenied || errs.KindOf(o.Err) == errs.KindCanceled:
-				a.Outcome = string(errs.KindOf(o.Err))
-			case o.Err != nil && o.Result == nil && errs.KindOf(o.Err) == errs.KindForbidden:
-				a.Outcome = "refused"
-			}
-			if _, err := st.AppendAudit(ctx, a); err != nil && log != nil {
-				log.Error("writing the audit log", "skill", e.Skill, "err", err)
-			}
-		}
-		if _, err := st.AppendAudit(ctx, e); err != nil && log != nil {
-			log.Error("writing the audit log", "skill", e.Skill, "err", err)
-		}
-	}
-}
-
-// approvalDetail is what the user was shown: why they were asked, and the
-// targets.
-func approvalDetail(o approval.Outcome) string {
-	var parts []string
-	if o.Reason != "" {
-		parts = append(parts, "asked because: "+o.Reason)
-	}
-	for _, t := range o.Targets {
-		parts = append(parts, t.String())
-	}
-	return strings.Join(parts, "; ")
-}
-
-// targetPaths lists the canonical paths, hosts and addresses of targets.
-func targetPaths(ts []catalog.Target) (paths, hosts, addrs []string) {
-	for _, t := range ts {
-		if t.Path != "" {
-			paths = append(paths, t.Path)
-		}
-		if t.Host != "" {
-			hosts = append(hosts, t.Host)
-		}
-		for _, a := range t.Addresses {
-			addrs = append(addrs, a.IP)
-		}
-	}
-	return paths, hosts, addrs
+	return audit.Recorder(st, log)
 }
 
 // newLogger is the structured log of long-running commands, on stderr.

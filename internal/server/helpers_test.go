@@ -19,6 +19,7 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/audit"
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/server"
@@ -133,7 +134,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 		Token: testToken,
 		Store: st,
 		NewGate: func(a approval.Asker) server.Gate {
-			return approval.New(live, approval.Options{Asker: a, Timeout: timeout})
+			return approval.New(live, approval.Options{Asker: a, Timeout: timeout, Record: audit.Recorder(st, nil)})
 		},
 	}
 	if o.server != nil {

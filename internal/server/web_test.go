@@ -53,6 +53,13 @@ func chromiumPath(t *testing.T) string {
 // newBrowser starts one headless chromium for a test and its subtests.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	// The profile is removed after the browser: chromium's helper processes
+	// may still write to it for a moment after it is told to quit, which
+	// t.TempDir's cleanup reports as an error.
+	profile, err := os.MkdirTemp("", "buddy-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append([]chromedp.ExecAllocatorOption{}, chromedp.DefaultExecAllocatorOptions[:]...)
 	opts = append(opts,
 		chromedp.ExecPath(chromiumPath(t)),
@@ -64,7 +71,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1200, 800),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -74,11 +81,18 @@ func newBrowser(t *testing.T) context.Context {
 	if err := chromedp.Run(ctx); err != nil {
 		cancel()
 		cancelAlloc()
+		os.RemoveAll(profile)
 		t.Skipf("chromium does not start (%v): run scripts/install-chromium.sh", err)
 	}
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc()
+		for range 20 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	return ctx
 }
@@ -379,6 +393,11 @@ func TestWebPage(t *testing.T) {
 			!strings.Contains(d.Touches, "approved.txt") || !strings.Contains(d.Countdown, "Expires in") {
 			t.Errorf("dialog shows %+v", d)
 		}
+		// The resolved target: what the write will do, from the same resolver
+		// the host function uses.
+		if !strings.Contains(d.Touches, "create ") || !strings.Contains(d.Touches, "new file") {
+			t.Errorf("dialog does not show the resolved target: %q", d.Touches)
+		}
 		if got := b.str(`document.title`); !strings.HasPrefix(got, "(1) Approval needed") {
 			t.Errorf("title while an approval waits: %q", got)
 		}
@@ -409,6 +428,13 @@ func TestWebPage(t *testing.T) {
 		if got := b.str(`document.title`); got != "buddy" {
 			t.Errorf("title after the answer: %q", got)
 		}
+		// The conversation's audit trail shows the call and what it touched.
+		b.run(chromedp.Click("#audit-toggle", chromedp.ByID))
+		b.wait(`document.getElementById("audit-list").textContent.includes("approved.txt")`)
+		if trail := b.str(`document.getElementById("audit-list").textContent`); !strings.Contains(trail, "write_file") || !strings.Contains(trail, "ok") {
+			t.Errorf("audit trail %q lacks the write_file call", trail)
+		}
+		b.run(chromedp.Click("#audit-toggle", chromedp.ByID))
 	})
 
 	t.Run("deny with the keyboard", func(t *testing.T) {

@@ -418,6 +418,7 @@
         break;
       case 'tool_result':
         if (here) upsertCard(f);
+        if (here && !$('audit').hidden) loadAudit();
         break;
       case 'approval_request':
         state.approvals.set(f.id, f);
@@ -547,6 +548,10 @@
 
   $('skills-toggle').addEventListener('click', () => {
     const open = $('skills').hidden;
+    if (open) {
+      $('audit').hidden = true;
+      $('audit-toggle').setAttribute('aria-expanded', 'false');
+    }
     $('skills').hidden = !open;
     $('skills-toggle').setAttribute('aria-expanded', String(open));
     if (open) $('skills-title').setAttribute('tabindex', '-1'), $('skills-title').focus();
@@ -600,6 +605,7 @@
     const c = state.convs.find((x) => x.id === id);
     $('chat-title').textContent = c ? visible(c.title || 'Untitled') : id ? 'Conversation' : 'New conversation';
     renderConversations();
+    if (!$('audit').hidden) loadAudit();
   }
 
   function newConversationView() {
@@ -929,6 +935,27 @@
     return out;
   }
 
+  // targetText says what a resolved target is, in plain words.
+  function targetText(t) {
+    let s;
+    if (t.kind === 'file') {
+      s = (t.action || 'use') + ' ' + visible(t.path || '');
+      if (t.action === 'create') s += ' (new file, ' + fmtBytes(t.bytes || 0) + ')';
+      else if (t.action === 'overwrite') s += ' (replacing ' + fmtBytes(t.size || 0) + ' with ' + fmtBytes(t.bytes || 0) + (t.diff ? ', ' + visible(t.diff) : '') + ')';
+      else if (t.exists) s += ' (' + fmtBytes(t.size || 0) + ')';
+      else s += ' (does not exist)';
+    } else if (t.kind === 'url') {
+      s = 'fetch ' + visible(t.url || '') + ' from ' + visible(t.host || '') + (t.port ? ':' + t.port : '');
+      const addrs = (t.addresses || []).map((x) => visible(x.ip) + (x.allowed ? '' : ' (refused)'));
+      if (addrs.length) s += ', which resolves to ' + addrs.join(', ');
+      else if (t.unresolved) s += ' (does not resolve now: ' + visible(t.unresolved) + ')';
+    } else {
+      s = 'may ' + visible(t.capability || t.kind || '');
+    }
+    if (t.refused) s += ' — refused: ' + visible(t.refused);
+    return s;
+  }
+
   function openDialog(a) {
     const dlg = $('approval');
     state.shown = a.id;
@@ -943,9 +970,13 @@
       'In another conversation: ' + visible(conv ? conv.title || a.conversation_id : a.conversation_id);
     const n = state.approvals.size;
     $('ap-queue').textContent = n > 1 ? '(' + n + ' requests waiting)' : '';
+    const reason = $('ap-reason');
+    reason.textContent = a.reason ? visible(a.reason) : '';
+    reason.hidden = !a.reason;
     const t = $('ap-touches');
     t.replaceChildren();
-    for (const w of where) t.append(el('li', null, w));
+    for (const tg of a.targets || []) t.append(el('li', tg.refused ? 'refused' : null, targetText(tg)));
+    if (!(a.targets || []).length) for (const w of where) t.append(el('li', null, w));
     for (const g of a.touches || []) t.append(el('li', null, 'may ' + visible(g)));
     if (!t.childNodes.length) t.append(el('li', 'muted', 'nothing named in its arguments or grants'));
     const dl = $('ap-args');
@@ -1102,4 +1133,46 @@
   }
 
   boot();
+  // ---------------------------------------------------------------- audit
+  async function loadAudit() {
+    const list = $('audit-list');
+    list.replaceChildren();
+    if (!state.current) {
+      list.append(el('li', 'muted', 'Open a conversation to see its audit trail.'));
+      return;
+    }
+    let data;
+    try {
+      data = await api('GET', '/api/audit?conversation=' + encodeURIComponent(state.current));
+    } catch (e) {
+      list.append(el('li', 'error', 'Could not load the audit trail.'));
+      return;
+    }
+    const rows = data.audit || [];
+    if (!rows.length) list.append(el('li', 'muted', 'Nothing recorded yet.'));
+    for (const r of rows) {
+      const li = el('li', r.outcome === 'ok' ? null : 'refused');
+      const when = new Date(r.time).toLocaleTimeString();
+      li.append(el('strong', null, visible(r.skill || r.kind)));
+      li.append(el('span', 'muted', ' ' + when + ' · ' + visible(r.kind) + ' · ' + visible(r.outcome) + (r.asked ? ' · asked' : '')));
+      const touched = [].concat(r.paths || [], r.hosts || []).map(visible);
+      if (touched.length) li.append(el('div', 'small', 'touched: ' + touched.join(', ')));
+      if (r.bytes_read || r.bytes_written) li.append(el('div', 'small muted', fmtBytes(r.bytes_read || 0) + ' read, ' + fmtBytes(r.bytes_written || 0) + ' written'));
+      list.append(li);
+    }
+  }
+
+  $('audit-toggle').addEventListener('click', () => {
+    const open = $('audit').hidden;
+    $('audit').hidden = !open;
+    $('audit-toggle').setAttribute('aria-expanded', String(open));
+    if (open) {
+      // One side panel at a time: they share the right-hand column.
+      $('skills').hidden = true;
+      $('skills-toggle').setAttribute('aria-expanded', 'false');
+      loadAudit();
+      $('audit-title').setAttribute('tabindex', '-1');
+      $('audit-title').focus();
+    }
+  });
 })();
