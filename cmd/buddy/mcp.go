@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -105,26 +103,7 @@ func ttyAsker() approval.Asker {
 			return false, errors.New("/dev/tty is not a terminal")
 		}
 		fmt.Fprintf(tty, "\nbuddy mcp: %s\nAllow? [y/N] ", approval.Describe(req, approval.DefaultWidth))
-		got := make(chan string, 1)
-		go func() {
-			answer, err := bufio.NewReader(tty).ReadString('\n')
-			if err != nil && answer == "" {
-				answer = "\x00"
-			}
-			got <- answer
-		}()
-		select {
-		case answer := <-got:
-			if answer == "\x00" {
-				return false, errors.New("no answer")
-			}
-			answer = strings.ToLower(strings.TrimSpace(answer))
-			return answer == "y" || answer == "yes", nil
-		case <-ctx.Done():
-			fmt.Fprintln(tty)
-			_ = tty.Close() // ends the read
-			return false, fmt.Errorf("no answer in time: %w", ctx.Err())
-		}
+		return readYes(ctx, tty, tty, func() { _ = tty.Close() })
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,28 +227,36 @@ func (a *app) terminalAsker(yes bool) approval.Asker {
 			return false, fmt.Errorf("no terminal to ask for approval of this %s skill; pass --yes to approve", req.Permission)
 		}
 		fmt.Fprintf(a.stderr, "%s\nAllow? [y/N] ", approval.Describe(req, approval.DefaultWidth))
-		// Read in the background so that the approval timeout and Ctrl-C
-		// end the question even while nobody types.
-		got := make(chan string, 1)
-		go func() {
-			answer, err := bufio.NewReader(a.stdin).ReadString('\n')
-			if err != nil && answer == "" {
-				answer = "\x00"
-			}
-			got <- answer
-		}()
-		select {
-		case answer := <-got:
-			if answer == "\x00" {
-				return false, fmt.Errorf("no answer")
-			}
-			answer = strings.ToLower(strings.TrimSpace(answer))
-			return answer == "y" || answer == "yes", nil
-		case <-ctx.Done():
-			fmt.Fprintln(a.stderr)
-			return false, fmt.Errorf("no answer in time: %w", ctx.Err())
-		}
+		return readYes(ctx, a.stdin, a.stderr, nil)
 	})
+}
+
+// readYes reads a y/n answer from r in the background, so that the approval
+// timeout and Ctrl-C end the question even while nobody types; onDone, if
+// set, runs when the question ends unanswered (closing r ends the read).
+func readYes(ctx context.Context, r io.Reader, w io.Writer, onDone func()) (bool, error) {
+	got := make(chan string, 1)
+	go func() {
+		answer, err := bufio.NewReader(r).ReadString('\n')
+		if err != nil && answer == "" {
+			answer = "\x00"
+		}
+		got <- answer
+	}()
+	select {
+	case answer := <-got:
+		if answer == "\x00" {
+			return false, fmt.Errorf("no answer")
+		}
+		answer = strings.ToLower(strings.TrimSpace(answer))
+		return answer == "y" || answer == "yes", nil
+	case <-ctx.Done():
+		fmt.Fprintln(w)
+		if onDone != nil {
+			onDone()
+		}
+		return false, fmt.Errorf("no answer in time: %w", ctx.Err())
+	}
 }
 
 // isJSONObject reports whether in is one JSON object.
