@@ -315,21 +315,5 @@ func (s *Store) VerifyAudit(ctx context.Context) (AuditReport, error) {
 
 // queryTx is query inside a transaction.
 func queryTx[T any](ctx context.Context, tx *sql.Tx, op string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, dbErr(ctx, op, err)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, dbErr(ctx, op, err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbErr(ctx, op, err)
-	}
-	return out, nil
+	return queryOn(ctx, tx, op, scan, q, args...)
 }

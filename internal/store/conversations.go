@@ -605,7 +605,17 @@ func (s *Store) ExpirePendingApprovals(ctx context.Context, at time.Time) (int, 
 
 // query runs a query and scans every row with scan.
 func query[T any](ctx context.Context, db *sql.DB, op string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
+	return queryOn(ctx, db, op, scan, q, args...)
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// queryOn runs a query on db or tx and scans every row with scan.
+func queryOn[T any](ctx context.Context, on querier, op string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := on.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, dbErr(ctx, op, err)
 	}
