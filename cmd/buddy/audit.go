@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"github.com/buddy-run/buddy/internal/audit"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -30,26 +31,6 @@ func (a *app) audit(ctx context.Context, args []string) error {
 		return errHelp
 	}
 	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown audit subcommand %q (list, verify)", args[0]))
-}
-
-// auditRowJSON is one row of `buddy audit list --json`.
-type auditRowJSON struct {
-	ID             int64     `json:"id"`
-	Time           time.Time `json:"time"`
-	Kind           string    `json:"kind"`
-	ConversationID string    `json:"conversation_id,omitempty"`
-	Skill          string    `json:"skill"`
-	Version        string    `json:"version,omitempty"`
-	Outcome        string    `json:"outcome"`
-	Detail         string    `json:"detail,omitempty"`
-	Asked          bool      `json:"asked"`
-	Fuel           uint64    `json:"fuel"`
-	BytesRead      int64     `json:"bytes_read"`
-	BytesWritten   int64     `json:"bytes_written"`
-	Paths          []string  `json:"paths"`
-	Hosts          []string  `json:"hosts"`
-	Addresses      []string  `json:"addresses"`
-	Hash           string    `json:"hash"`
 }
 
 func (a *app) auditList(ctx context.Context, args []string) error {
@@ -77,15 +58,7 @@ func (a *app) auditList(ctx context.Context, args []string) error {
 		return err
 	}
 	if asJSON {
-		out := make([]auditRowJSON, 0, len(rows))
-		for _, r := range rows {
-			out = append(out, auditRowJSON{
-				ID: r.ID, Time: r.Time, Kind: r.Kind, ConversationID: r.Conversation, Skill: r.Skill, Version: r.Version,
-				Outcome: r.Outcome, Detail: r.Detail, Asked: r.Asked, Fuel: r.Fuel,
-				BytesRead: r.BytesRead, BytesWritten: r.BytesWritten,
-				Paths: listOrEmpty(r.Paths), Hosts: listOrEmpty(r.Hosts), Addresses: listOrEmpty(r.Addresses), Hash: r.Hash,
-			})
-		}
+		out := audit.Rows(rows)
 		return writeJSON(a.stdout, out)
 	}
 	if len(rows) == 0 {
@@ -165,12 +138,6 @@ func noteConfig(ctx context.Context, st *store.Store, path string) error {
 	return err
 }
 
-func listOrEmpty(v []string) []string {
-	if v == nil {
-		return []string{}
-	}
-	return v
-}
 
 func orDash(s string) string {
 	if s == "" {
