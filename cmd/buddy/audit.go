@@ -138,7 +138,6 @@ func noteConfig(ctx context.Context, st *store.Store, path string) error {
 	return err
 }
 
-
 func orDash(s string) string {
 	if s == "" {
 		return "-"

@@ -33,7 +33,6 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"audit": out})
 }
 
-
 func targetsOrEmpty(v []catalog.Target) []catalog.Target {
 	if v == nil {
 		return []catalog.Target{}
