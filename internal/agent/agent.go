@@ -131,13 +131,23 @@ type Outcome struct {
 // reason: a failure is an Outcome with ReasonError and Err.
 func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) Outcome {
 	var out Outcome
-	if _, err := a.opts.History.AppendMessage(ctx, store.Message{Conversation: conversation, Role: string(RoleUser), Text: text}); err != nil {
-		return a.fail(out, fmt.Errorf("storing the message: %w", err))
-	}
 	history, err := a.history(ctx, conversation)
 	if err != nil {
 		return a.fail(out, err)
 	}
+	// Writes overlap the work that follows them (the model call, the skill
+	// call) instead of delaying it; each later write waits for the one
+	// before, so rows keep their order, and the turn never ends before its
+	// writes are stored.
+	pending := async(func() error {
+		_, err := a.opts.History.AppendMessage(context.WithoutCancel(ctx), store.Message{Conversation: conversation, Role: string(RoleUser), Text: text})
+		if err != nil {
+			return fmt.Errorf("storing the message: %w", err)
+		}
+		return nil
+	})
+	defer func() { _ = pending() }()
+	history = append(history, Message{Role: RoleUser, Text: text})
 	tools, err := a.tools(ctx)
 	if err != nil {
 		return a.fail(out, err)
@@ -152,6 +162,9 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 			streamed.WriteString(d)
 			sink.Delta(d)
 		})
+		if werr := pending(); werr != nil {
+			return a.fail(out, werr)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				a.keepPartial(ctx, conversation, streamed.String(), sink, &out)
@@ -173,8 +186,13 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 		for i, tc := range resp.ToolCalls {
 			calls[i] = ToolCall{ID: a.opts.NewCallID(), Name: tc.Name, Arguments: tc.Arguments}
 		}
-		if err := a.storeAssistant(ctx, conversation, msgText, calls); err != nil {
-			return a.fail(out, err)
+		if len(calls) == 0 {
+			if err := a.storeAssistant(ctx, conversation, msgText, nil); err != nil {
+				return a.fail(out, err)
+			}
+		} else {
+			// The tool calls' message is stored while the first call runs.
+			pending = async(func() error { return a.storeAssistant(ctx, conversation, msgText, calls) })
 		}
 		history = append(history, Message{Role: RoleAssistant, Text: msgText, ToolCalls: calls})
 		if msgText != "" {
@@ -189,13 +207,16 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 			return out
 		}
 		for _, tc := range calls {
-			res := a.runTool(ctx, conversation, tc, sink, &out)
+			res := a.runTool(ctx, conversation, tc, sink, &out, pending)
 			history = append(history, res)
 			if ctx.Err() != nil {
 				out.Reason = ReasonCanceled
 				return out
 			}
 		}
+	}
+	if err := pending(); err != nil {
+		return a.fail(out, err)
 	}
 	msg := fmt.Sprintf("I stopped after %d rounds of tool calls without a final answer (the limit is [provider] max_iterations = %d).", a.opts.MaxIterations, a.opts.MaxIterations)
 	sink.Delta(msg)
@@ -222,7 +243,9 @@ func (a *Agent) fail(out Outcome, err error) Outcome {
 
 // runTool checks and runs one tool call through the gate, and returns the
 // tool message for the model.
-func (a *Agent) runTool(ctx context.Context, conversation string, tc ToolCall, sink Sink, out *Outcome) Message {
+// wait returns once the assistant's message that made the call is stored: the
+// tool's row goes after it.
+func (a *Agent) runTool(ctx context.Context, conversation string, tc ToolCall, sink Sink, out *Outcome, wait func() error) Message {
 	reply := Message{Role: RoleTool, ToolCallID: tc.ID, ToolName: tc.Name}
 	args := strings.TrimSpace(tc.Arguments)
 	if args == "" {
@@ -239,7 +262,7 @@ func (a *Agent) runTool(ctx context.Context, conversation string, tc ToolCall, s
 			rec.Arguments = json.RawMessage(`{"_unparsed":` + string(s) + `}`)
 		}
 		out.ToolCalls = append(out.ToolCalls, ToolOutcome{CallID: tc.ID, Skill: tc.Name, Arguments: rec.Arguments, ErrorKind: rec.ErrorKind})
-		a.storeTool(ctx, rec)
+		a.storeTool(ctx, rec, wait)
 		return reply
 	}
 	call := catalog.Call{ID: tc.ID, Conversation: conversation, Skill: a.toolTarget(ctx, tc.Name), Arguments: json.RawMessage(args)}
@@ -271,7 +294,7 @@ func (a *Agent) runTool(ctx context.Context, conversation string, tc ToolCall, s
 		reply.Content = a.capResult(res.Output)
 	}
 	out.ToolCalls = append(out.ToolCalls, o)
-	a.storeTool(ctx, rec)
+	a.storeTool(ctx, rec, wait)
 	return reply
 }
 
@@ -288,7 +311,10 @@ func (a *Agent) capResult(b []byte) string {
 	return string(b[:cut]) + fmt.Sprintf("\n[result cut: the first %d of %d bytes are shown]", cut, len(b))
 }
 
-func (a *Agent) storeTool(ctx context.Context, m store.Message) {
+func (a *Agent) storeTool(ctx context.Context, m store.Message, wait func() error) {
+	if err := wait(); err != nil {
+		a.opts.Logger.Error("storing the assistant's tool calls", "conversation", m.Conversation, "err", err)
+	}
 	if _, err := a.opts.History.AppendMessage(context.WithoutCancel(ctx), m); err != nil {
 		a.opts.Logger.Error("storing a tool result", "conversation", m.Conversation, "call", m.CallID, "err", err)
 	}
@@ -408,3 +434,18 @@ func clip(s string, n int) string {
 
 // ErrNoProvider is returned when a turn is asked for with no provider.
 var ErrNoProvider = errs.New(errs.ErrConfig, "no LLM provider is configured: add a [provider] section to buddy.toml (kind = \"openai\" or \"anthropic\", base_url, model; see buddy.example.toml); skills can still be invoked directly")
+
+// async runs f in the background; the function it returns waits for f and
+// returns its error (every call returns the same one).
+func async(f func() error) func() error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = f()
+	}()
+	return func() error {
+		<-done
+		return err
+	}
+}
