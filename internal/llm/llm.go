@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/buddy-run/buddy/internal/errs"
 )
@@ -97,4 +99,50 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// Options configure a provider: the same settings for every API ([provider]
+// in buddy.toml), each provider reading them its SDK's way.
+type Options struct {
+	// BaseURL as the provider's SDK takes it: for OpenAI-compatible
+	// endpoints ending in /v1, for Anthropic the API root.
+	BaseURL string
+	Model   string
+	// APIKey is "" for local servers that need none.
+	APIKey string
+	// Timeout bounds one model call, stream included (0: none).
+	Timeout time.Duration
+	// Temperature and MaxTokens are sent when set.
+	Temperature *float64
+	MaxTokens   int64
+	// MaxRetries on 429 and 5xx before the first token (honouring
+	// Retry-After); 0 means DefaultMaxRetries, a negative value none.
+	MaxRetries int
+	HTTPClient *http.Client
+}
+
+// DefaultMaxRetries is how often a refused request is retried by default.
+const DefaultMaxRetries = 2
+
+// Check validates o for the provider named kind and fills in the defaults:
+// the retries, and a base URL with exactly one trailing slash (the SDKs
+// join paths to it).
+func (o Options) Check(kind string) (Options, error) {
+	if o.BaseURL == "" || o.Model == "" {
+		return o, fmt.Errorf("%s provider needs base_url and model", kind)
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = DefaultMaxRetries
+	}
+	o.MaxRetries = max(o.MaxRetries, 0)
+	o.BaseURL = strings.TrimSuffix(o.BaseURL, "/") + "/"
+	return o, nil
+}
+
+// CallContext bounds one model call by Timeout.
+func (o Options) CallContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if o.Timeout > 0 {
+		return context.WithTimeout(ctx, o.Timeout)
+	}
+	return context.WithCancel(ctx)
 }

@@ -10,10 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -29,20 +27,8 @@ const api = "the Anthropic Messages endpoint"
 // requires a value.
 const DefaultMaxTokens = 4096
 
-// Options configure the provider.
-type Options struct {
-	BaseURL string // the API root, e.g. https://api.anthropic.com
-	Model   string
-	APIKey  string
-	Timeout time.Duration
-	// Temperature and MaxTokens are sent when set (MaxTokens defaults to
-	// DefaultMaxTokens).
-	Temperature *float64
-	MaxTokens   int64
-	// MaxRetries on 429, 529 and 5xx before the first token; default 2.
-	MaxRetries int
-	HTTPClient *http.Client
-}
+// Options configure the provider (shared by every provider: llm.Options).
+type Options = llm.Options
 
 // Provider talks to one endpoint and model.
 type Provider struct {
@@ -54,19 +40,17 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a provider.
 func New(o Options) (*Provider, error) {
-	if o.BaseURL == "" || o.Model == "" {
-		return nil, fmt.Errorf("anthropic provider needs base_url and model")
-	}
-	if o.MaxRetries == 0 {
-		o.MaxRetries = 2
+	o, err := o.Check("anthropic")
+	if err != nil {
+		return nil, err
 	}
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = DefaultMaxTokens
 	}
 	opts := []option.RequestOption{
-		option.WithBaseURL(strings.TrimSuffix(o.BaseURL, "/") + "/"),
+		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(o.APIKey),
-		option.WithMaxRetries(max(o.MaxRetries, 0)),
+		option.WithMaxRetries(o.MaxRetries),
 	}
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
@@ -86,11 +70,8 @@ type block struct {
 
 // Stream implements agent.Provider.
 func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(string)) (*agent.Response, error) {
-	if p.opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := p.opts.CallContext(ctx)
+	defer cancel()
 	params, err := p.params(req)
 	if err != nil {
 		return nil, err

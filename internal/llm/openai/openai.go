@@ -13,11 +13,8 @@ package openai
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"sort"
 	"strings"
-	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -30,21 +27,8 @@ import (
 // api names the endpoint in errors.
 const api = "the OpenAI-compatible endpoint"
 
-// Options configure the provider.
-type Options struct {
-	BaseURL string // ending in /v1
-	Model   string
-	APIKey  string // "" for local servers that need none
-	// Timeout bounds one model call, stream included.
-	Timeout time.Duration
-	// Temperature and MaxTokens are sent when set.
-	Temperature *float64
-	MaxTokens   int64
-	// MaxRetries on 429 and 5xx before the first token (honouring
-	// Retry-After); default 2.
-	MaxRetries int
-	HTTPClient *http.Client
-}
+// Options configure the provider (shared by every provider: llm.Options).
+type Options = llm.Options
 
 // Provider talks to one endpoint and model.
 type Provider struct {
@@ -56,20 +40,18 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a provider.
 func New(o Options) (*Provider, error) {
-	if o.BaseURL == "" || o.Model == "" {
-		return nil, fmt.Errorf("openai provider needs base_url and model")
-	}
-	if o.MaxRetries == 0 {
-		o.MaxRetries = 2
+	o, err := o.Check("openai")
+	if err != nil {
+		return nil, err
 	}
 	key := o.APIKey
 	if key == "" {
 		key = "none" // local servers ignore it; the SDK wants one
 	}
 	opts := []option.RequestOption{
-		option.WithBaseURL(strings.TrimSuffix(o.BaseURL, "/") + "/"),
+		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(key),
-		option.WithMaxRetries(max(o.MaxRetries, 0)),
+		option.WithMaxRetries(o.MaxRetries),
 	}
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
@@ -79,11 +61,8 @@ func New(o Options) (*Provider, error) {
 
 // Stream implements agent.Provider.
 func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(string)) (*agent.Response, error) {
-	if p.opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := p.opts.CallContext(ctx)
+	defer cancel()
 	stream := p.client.Chat.Completions.NewStreaming(ctx, p.params(req))
 	defer stream.Close()
 	var (
