@@ -134,15 +134,10 @@ func (s *Server) newConversation(ctx context.Context, title string) (string, err
 	return id, nil
 }
 
-// startCall checks a call and, if it may be attempted, announces it with a
-// tool_call frame and runs it in the background: the gate may ask, the skill
-// runs, the tool_result goes to every subscriber. A call that cannot be
-// attempted (unknown skill, bad arguments) is an error for the caller only.
-func (s *Server) startCall(ctx context.Context, call catalog.Call, done func()) error {
-	if _, err := s.gate.Check(ctx, call); err != nil {
-		done()
-		return err
-	}
+// startCall announces a call that the caller has checked with a tool_call
+// frame and runs it in the background: the gate may ask, the skill runs, the
+// tool_result goes to every subscriber.
+func (s *Server) startCall(call catalog.Call, done func()) error {
 	call.ID = newID("call_")
 	callCtx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()

@@ -232,12 +232,16 @@ func (cl *client) invoke(f *inFrame) {
 			cl.sendError(errs.KindOf(err), err.Error(), call.Conversation)
 			return
 		}
-	} else {
-		// Check before creating a conversation for a call that cannot run.
-		if _, err := s.gate.Check(cl.ctx, call); err != nil {
-			cl.sendError(errs.KindOf(err), err.Error(), "")
-			return
-		}
+	}
+	// A call that cannot be attempted (unknown skill, arguments that fail
+	// its schema) is an error for the sender only: no conversation is
+	// created for it and no tool_call announced. The gate checks again when
+	// it runs the call; this check only decides what the sender is told.
+	if _, err := s.gate.Check(cl.ctx, call); err != nil {
+		cl.sendError(errs.KindOf(err), err.Error(), call.Conversation)
+		return
+	}
+	if call.Conversation == "" {
 		id, err := s.newConversation(cl.ctx, call.Skill)
 		if err != nil {
 			cl.sendError(errs.KindOf(err), err.Error(), "")
@@ -253,7 +257,7 @@ func (cl *client) invoke(f *inFrame) {
 		}
 	}
 	cl.calls.Add(1)
-	err := s.startCall(cl.ctx, call, func() { cl.calls.Add(-1) })
+	err := s.startCall(call, func() { cl.calls.Add(-1) })
 	if err != nil {
 		cl.sendError(errs.KindOf(err), err.Error(), call.Conversation)
 	}
