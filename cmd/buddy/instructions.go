@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/buddy-run/buddy/hostfns"
@@ -81,51 +78,44 @@ func (m *skillsMD) guard(reg func() skillSource) func(ctx context.Context, req a
 		if req.Conversation == "" || len(m.sessions.Active(req.Conversation)) == 0 {
 			return nil
 		}
-		acc, err := callAccess(reg(), req.Skill, req.Arguments)
-		if err != nil {
-			return err
-		}
-		return m.sessions.Check(ctx, req.Conversation, req.Skill, acc)
+		return m.sessions.Check(ctx, req.Conversation, req.Skill, callAccess(reg(), req.Skill, req.Targets))
 	}
 }
 
-// callAccess says what a call would touch: the path or URL argument of
-// read_file, write_file and fetch_url; for any other WebAssembly skill,
-// everything its grant allows (its arguments mean nothing to buddy); for a
-// SKILL.md skill, nothing.
-func callAccess(reg skillSource, name string, args json.RawMessage) ([]instructions.Access, error) {
+// callAccess says what a call would touch: its resolved targets (the paths
+// and the host read_file, write_file and fetch_url would touch, resolved by
+// the host functions' own code); for a WebAssembly skill whose targets are
+// not known, everything its grant allows (its arguments mean nothing to
+// buddy); for a SKILL.md skill, nothing.
+func callAccess(reg skillSource, name string, targets []catalog.Target) []instructions.Access {
 	s, err := reg.Get(name)
 	if err != nil {
-		return nil, nil // not a WebAssembly skill: a SKILL.md skill touches nothing
+		return nil // not a WebAssembly skill: a SKILL.md skill touches nothing
 	}
-	g := s.Grants
-	var a struct {
-		Path string `json:"path"`
-		URL  string `json:"url"`
-	}
-	if s.Builtin {
-		_ = json.Unmarshal(args, &a)
-	}
-	switch {
-	case s.Builtin && name == "read_file" && a.Path != "":
-		return []instructions.Access{{Kind: instructions.Read, Target: resolveArg(a.Path, g.Read)}}, nil
-	case s.Builtin && name == "write_file" && a.Path != "":
-		return []instructions.Access{{Kind: instructions.Write, Target: resolveArg(a.Path, g.Write)}}, nil
-	case s.Builtin && name == "fetch_url" && a.URL != "":
-		u, err := url.Parse(a.URL)
-		if err != nil || u.Hostname() == "" {
-			return nil, errs.New(errs.ErrInvalidInput, fmt.Sprintf("fetch_url: %q is not a URL", a.URL))
+	var out []instructions.Access
+	for _, t := range targets {
+		switch t.Kind {
+		case catalog.TargetFile:
+			kind := instructions.Read
+			if t.Action != "read" {
+				kind = instructions.Write
+			}
+			out = append(out, instructions.Access{Kind: kind, Target: instructions.RealPath(t.Path)})
+		case catalog.TargetURL:
+			port := t.Port
+			if port == 0 {
+				port = 443
+				if t.Scheme == "http" {
+					port = 80
+				}
+			}
+			out = append(out, instructions.Access{Kind: instructions.Network, Target: strings.ToLower(t.Host), Port: port})
 		}
-		port := 443
-		if u.Scheme == "http" {
-			port = 80
-		}
-		if p := u.Port(); p != "" {
-			port, _ = strconv.Atoi(p)
-		}
-		return []instructions.Access{{Kind: instructions.Network, Target: strings.ToLower(u.Hostname()), Port: port}}, nil
 	}
-	return grantAccess(g), nil
+	if len(out) > 0 {
+		return out
+	}
+	return grantAccess(s.Grants)
 }
 
 // grantAccess is everything a grant allows, as trees.
@@ -151,19 +141,6 @@ func grantAccess(g hostfns.Grants) []instructions.Access {
 		out = append(out, instructions.Access{Kind: instructions.Env, Target: v})
 	}
 	return out
-}
-
-// resolveArg resolves a path argument as the file host functions do: a
-// relative one against the first allowed directory; then its links.
-func resolveArg(p string, dirs []string) string {
-	if !filepath.IsAbs(p) {
-		base := "/"
-		if len(dirs) > 0 {
-			base = dirs[0]
-		}
-		p = filepath.Join(base, p)
-	}
-	return instructions.RealPath(p)
 }
 
 // mdJSON is the --json form of a SKILL.md skill in list and info.

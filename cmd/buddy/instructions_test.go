@@ -4,7 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/buddy-run/buddy/hostfns"
@@ -76,12 +81,97 @@ func TestGuardAccess(t *testing.T) {
 		{"", "read_file", `{"path":"secret.txt"}`, true},                  // one-shot CLI call
 	}
 	for _, tt := range tests {
-		err := guard(context.Background(), approval.Request{Conversation: tt.conv, Skill: tt.skill, Arguments: json.RawMessage(tt.args)})
+		req := approval.Request{Conversation: tt.conv, Skill: tt.skill, Arguments: json.RawMessage(tt.args),
+			Targets: targetsFor(t, tt.skill, tt.args, ws)}
+		err := guard(context.Background(), req)
 		if tt.ok && err != nil || !tt.ok && !errors.Is(err, errs.ErrForbidden) {
 			t.Errorf("%s %s %s: %v (want ok=%v)", tt.conv, tt.skill, tt.args, err, tt.ok)
 		}
 	}
 	if (*skillsMD)(nil).guard(nil) != nil || (*skillsMD)(nil).union(&catalog.Union{}) == nil {
 		t.Error("disabled SKILL.md skills still guard")
+	}
+}
+
+// targetsFor stands in for the registry's resolver (internal/registry,
+// resolve.go): the targets the gate hands the guard for a built-in's call.
+func targetsFor(t *testing.T, skill, args, dir string) []catalog.Target {
+	t.Helper()
+	var a struct{ Path, URL string }
+	if err := json.Unmarshal([]byte(args), &a); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case skill == "read_file" && a.Path != "":
+		return []catalog.Target{{Kind: catalog.TargetFile, Path: filepath.Join(dir, a.Path), Action: "read"}}
+	case skill == "write_file" && a.Path != "":
+		return []catalog.Target{{Kind: catalog.TargetFile, Path: filepath.Join(dir, a.Path), Action: "create"}}
+	case skill == "fetch_url" && a.URL != "":
+		u, err := url.Parse(a.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := 443
+		if u.Scheme == "http" {
+			port = 80
+		}
+		return []catalog.Target{{Kind: catalog.TargetURL, URL: a.URL, Scheme: u.Scheme, Host: u.Hostname(), Port: port}}
+	}
+	return nil
+}
+
+// TestGuardThroughTheGate: the guard judges what the registry's resolver
+// says a call touches (the canonical path inside the grant, a symlink
+// followed), through the real gate and the built-in read_file.
+func TestGuardThroughTheGate(t *testing.T) {
+	ctx := t.Context()
+	root, dir := t.TempDir(), t.TempDir()
+	if err := os.Chmod(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"secret.txt": "s", "a.md": "# a"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link named like a Markdown file, to the secret: the resolved target
+	// is the secret, and the declaration does not cover it.
+	if err := os.Symlink("secret.txt", filepath.Join(dir, "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(root, "buddy.toml")
+	toml := fmt.Sprintf("[storage]\ndata_dir = %q\n\n[skills.read_file]\nallowed_directories = [%q]\n", filepath.Join(root, "data"), dir)
+	if err := os.WriteFile(cfg, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, isTerminal: func() bool { return false }}
+	e, err := a.openEnv(ctx, cfg, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	s, err := instructions.Parse("/skills/s/SKILL.md", []byte("---\nname: md-only\npermissions:\n  fs:\n    read: [\""+instructions.RealPath(dir)+"/**/*.md\"]\n---\nx\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Dir = "/skills/s"
+	e.md.sessions.Activate("c", s)
+	gate := a.gate(e, true)
+	for _, tt := range []struct {
+		path string
+		ok   bool
+	}{
+		{"a.md", true},
+		{"secret.txt", false},
+		{"link.md", false},
+	} {
+		_, err := gate.Invoke(ctx, catalog.Call{Conversation: "c", Skill: "read_file", Arguments: json.RawMessage(`{"path":"` + tt.path + `"}`)})
+		if tt.ok && err != nil || !tt.ok && !errors.Is(err, errs.ErrForbidden) {
+			t.Errorf("read_file %s: %v (want ok=%v)", tt.path, err, tt.ok)
+		}
+	}
+	// Another conversation has no declarations: unrestricted.
+	if _, err := gate.Invoke(ctx, catalog.Call{Conversation: "other", Skill: "read_file", Arguments: json.RawMessage(`{"path":"secret.txt"}`)}); err != nil {
+		t.Errorf("read_file in a conversation with no active skill: %v", err)
 	}
 }

@@ -90,9 +90,10 @@ type Options struct {
 	// Record, if set, is told the outcome of every Invoke (the audit log).
 	// It runs on the caller's goroutine before Invoke returns.
 	Record func(ctx context.Context, o Outcome)
-	// Guard, if set, may refuse a call that passed Check before anyone is
-	// asked (a SKILL.md skill's declared permissions binding the
-	// conversation: internal/instructions.Sessions). A refusal should wrap
+	// Guard, if set, may refuse a call that passed Check, once its targets
+	// are resolved (req.Targets) and before anyone is asked (a SKILL.md
+	// skill's declared permissions binding the conversation:
+	// internal/instructions.Sessions). A refusal should wrap
 	// errs.ErrForbidden and name why; it is recorded like any other.
 	Guard func(ctx context.Context, req Request) error
 	// AllowAfterPrivateRead lets a network skill run under its policy in a
@@ -157,12 +158,6 @@ func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, err
 	req := Request{
 		Conversation: c.Conversation, CallID: c.ID, Skill: info.Name, Permission: info.Permission,
 		Policy: info.Policy, Arguments: c.Arguments, Touches: info.Touches,
-	}
-	if g.opts.Guard != nil {
-		if err := g.opts.Guard(ctx, req); err != nil {
-			o.Err = err
-			return nil, err
-		}
 	}
 	if c.Conversation == "" && req.Policy == catalog.Once {
 		// A one-shot call is its own conversation: "once" asks every time.

@@ -49,6 +49,13 @@ func (g *Gate) approveTargets(ctx context.Context, c catalog.Call, info catalog.
 	if t, bad := catalog.Refused(ts); bad {
 		return errs.New(errs.ErrForbidden, fmt.Sprintf("%s would be refused: %s", info.Name, t.Refused))
 	}
+	if g.opts.Guard != nil {
+		// The guard judges the resolved targets, not its own reading of
+		// the arguments.
+		if err := g.opts.Guard(ctx, *req); err != nil {
+			return err
+		}
+	}
 	if why := g.taint(c.Conversation, info, ts); why != "" && !g.opts.AllowAfterPrivateRead {
 		req.Policy, req.Reason, o.Reason = catalog.Always, why, why
 	}
