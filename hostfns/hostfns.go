@@ -7,8 +7,8 @@
 //	set, err := hostfns.Link(hostfns.Grants{Read: []string{"/home/me/docs"}}, hostfns.Deps{})
 //	if err != nil { ... }
 //	defer set.Close()
-//	// set.Functions() go to extism.NewCompiledPlugin; set.Provides(ns, name)
-//	// answers the runtime's import check.
+//	// set.Functions() are linked by the runtime; set.Provides(ns, name)
+//	// answers its import check.
 //
 // The runtime puts a Call into the context of every invocation (WithCall) so
 // that host functions can charge fuel and write size-limited logs. Results and
@@ -26,7 +26,6 @@ import (
 	"slices"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
@@ -76,9 +75,30 @@ type Call interface {
 	Charge(units int64)
 	// Log records a guest log line (size and rate limited by the runtime).
 	Log(level int32, msg string)
-	// Allocated tells the runtime that a host function allocated a kernel
-	// block (it tracks which blocks the guest may write).
-	Allocated(ptr, size uint64)
+}
+
+// Kernel is the Extism kernel memory of the running call, as host functions
+// see it: blocks addressed by the i64 offsets the guest passes (docs/HOST_ABI.md).
+// The runtime serves it from host-side blocks, one set per call.
+type Kernel interface {
+	// Length is the length of the live block starting at off; 0 when off
+	// starts none.
+	Length(off uint64) uint64
+	// Read returns the n bytes at off (a view, valid until the next
+	// allocation); false when they are outside kernel memory.
+	Read(off, n uint64) ([]byte, bool)
+	// Alloc allocates a block of n bytes; 0 when the memory cap is reached.
+	Alloc(n uint64) uint64
+	// Write copies b to off; false when it does not fit in kernel memory.
+	Write(off uint64, b []byte) bool
+}
+
+// Func is one host function: its import name, wasm signature and Go body.
+// The runtime calls Fn with the call's context and kernel.
+type Func struct {
+	Namespace, Name string
+	Params, Results []api.ValueType
+	Fn              func(ctx context.Context, k Kernel, stack []uint64)
 }
 
 type callKey struct{}
@@ -97,9 +117,8 @@ func callFrom(ctx context.Context) Call {
 
 type nopCall struct{}
 
-func (nopCall) Charge(int64)             {}
-func (nopCall) Log(int32, string)        {}
-func (nopCall) Allocated(uint64, uint64) {}
+func (nopCall) Charge(int64)      {}
+func (nopCall) Log(int32, string) {}
 
 // Argument caps: what a host function reads from guest memory before it even
 // looks at the value. Larger values get too_large without being copied.
@@ -118,9 +137,9 @@ const (
 	defaultMaxWriteBytes = 10 << 20 // hostfns/fs's default
 )
 
-// Set is the linked host functions of one skill, ready for extism.
+// Set is the linked host functions of one skill.
 type Set struct {
-	funcs []extism.HostFunction
+	funcs []Func
 	read  *fs.Roots
 	write *fs.Roots
 	fetch *buddyhttp.Fetcher
@@ -138,7 +157,7 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 			s.Close()
 		}
 	}()
-	s.add(FnLog, hostLog, []api.ValueType{api.ValueTypeI32, extism.ValueTypePTR}, nil)
+	s.add(FnLog, hostLog, []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil)
 	if len(g.Read) > 0 {
 		if s.read, err = fs.Open(g.Read, fs.Options{MaxReadBytes: g.MaxReadBytes}); err != nil {
 			return nil, fmt.Errorf("read grant: %w", err)
@@ -177,21 +196,21 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 			getenv = os.LookupEnv
 		}
 		allowed := slices.Clone(g.Env)
-		s.add(FnEnvGet, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			name, ok := readArg(ctx, p, FnEnvGet, stack[0], maxNameBytes, stack)
+		s.add(FnEnvGet, func(ctx context.Context, k Kernel, stack []uint64) {
+			name, ok := readArg(ctx, k, FnEnvGet, stack[0], maxNameBytes, stack)
 			if !ok {
 				return
 			}
 			if !slices.Contains(allowed, string(name)) {
-				fail(ctx, p, stack, errs.New(errs.ErrForbidden, fmt.Sprintf("environment variable %q is not granted", name)))
+				fail(ctx, k, stack, errs.New(errs.ErrForbidden, fmt.Sprintf("environment variable %q is not granted", name)))
 				return
 			}
 			v, found := getenv(string(name))
 			if !found {
-				fail(ctx, p, stack, errs.New(errs.ErrNotFound, fmt.Sprintf("environment variable %q is not set", name)))
+				fail(ctx, k, stack, errs.New(errs.ErrNotFound, fmt.Sprintf("environment variable %q is not set", name)))
 				return
 			}
-			succeed(ctx, p, stack, []byte(v))
+			succeed(ctx, k, stack, []byte(v))
 		}, ptrs(1), ptrs(1))
 	}
 	if g.Namespace != "" {
@@ -200,64 +219,64 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 		}
 		ns := g.Namespace
 		kv := d.KV
-		s.add(FnKVGet, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			key, ok := readArg(ctx, p, FnKVGet, stack[0], maxKeyBytes, stack)
+		s.add(FnKVGet, func(ctx context.Context, k Kernel, stack []uint64) {
+			key, ok := readArg(ctx, k, FnKVGet, stack[0], maxKeyBytes, stack)
 			if !ok {
 				return
 			}
 			v, err := kv.KVGet(ctx, ns, string(key))
-			finish(ctx, p, stack, v, err)
+			finish(ctx, k, stack, v, err)
 		}, ptrs(1), ptrs(1))
-		s.add(FnKVSet, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			key, ok := readArg(ctx, p, FnKVSet, stack[0], maxKeyBytes, stack)
+		s.add(FnKVSet, func(ctx context.Context, k Kernel, stack []uint64) {
+			key, ok := readArg(ctx, k, FnKVSet, stack[0], maxKeyBytes, stack)
 			if !ok {
 				return
 			}
-			val, ok := readArg(ctx, p, FnKVSet, stack[1], maxValueBytes, stack)
+			val, ok := readArg(ctx, k, FnKVSet, stack[1], maxValueBytes, stack)
 			if !ok {
 				return
 			}
-			finish(ctx, p, stack, nil, kv.KVSet(ctx, ns, string(key), val))
+			finish(ctx, k, stack, nil, kv.KVSet(ctx, ns, string(key), val))
 		}, ptrs(2), ptrs(1))
-		s.add(FnKVDelete, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			key, ok := readArg(ctx, p, FnKVDelete, stack[0], maxKeyBytes, stack)
+		s.add(FnKVDelete, func(ctx context.Context, k Kernel, stack []uint64) {
+			key, ok := readArg(ctx, k, FnKVDelete, stack[0], maxKeyBytes, stack)
 			if !ok {
 				return
 			}
-			finish(ctx, p, stack, nil, kv.KVDelete(ctx, ns, string(key)))
+			finish(ctx, k, stack, nil, kv.KVDelete(ctx, ns, string(key)))
 		}, ptrs(1), ptrs(1))
 		mem := d.Memories
-		s.add(FnMemRemember, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		s.add(FnMemRemember, func(ctx context.Context, k Kernel, stack []uint64) {
 			var req struct {
 				Text string   `json:"text"`
 				Tags []string `json:"tags"`
 			}
-			if !readJSON(ctx, p, FnMemRemember, stack, &req) {
+			if !readJSON(ctx, k, FnMemRemember, stack, &req) {
 				return
 			}
 			id, err := mem.Remember(ctx, ns, req.Text, req.Tags)
 			if err != nil {
-				finish(ctx, p, stack, nil, err)
+				finish(ctx, k, stack, nil, err)
 				return
 			}
 			out, _ := json.Marshal(map[string]int64{"id": id})
-			succeed(ctx, p, stack, out)
+			succeed(ctx, k, stack, out)
 		}, ptrs(1), ptrs(1))
-		s.add(FnMemRecall, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		s.add(FnMemRecall, func(ctx context.Context, k Kernel, stack []uint64) {
 			var req struct {
 				Query string `json:"query"`
 				Limit int    `json:"limit"`
 			}
-			if !readJSON(ctx, p, FnMemRecall, stack, &req) {
+			if !readJSON(ctx, k, FnMemRecall, stack, &req) {
 				return
 			}
 			if req.Limit < 0 || req.Limit > maxRecallLimit {
-				fail(ctx, p, stack, errs.New(errs.ErrInvalidInput, fmt.Sprintf("limit must be between 0 and %d", maxRecallLimit)))
+				fail(ctx, k, stack, errs.New(errs.ErrInvalidInput, fmt.Sprintf("limit must be between 0 and %d", maxRecallLimit)))
 				return
 			}
 			ms, err := mem.Recall(ctx, ns, req.Query, req.Limit)
 			if err != nil {
-				finish(ctx, p, stack, nil, err)
+				finish(ctx, k, stack, nil, err)
 				return
 			}
 			if ms == nil {
@@ -269,20 +288,20 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 				}
 			}
 			out, err := json.Marshal(map[string][]Memory{"memories": ms})
-			finish(ctx, p, stack, out, err)
+			finish(ctx, k, stack, out, err)
 		}, ptrs(1), ptrs(1))
 	}
 	return s, nil
 }
 
 // Functions returns the host functions to link.
-func (s *Set) Functions() []extism.HostFunction { return s.funcs }
+func (s *Set) Functions() []Func { return s.funcs }
 
 // Provides returns the signature of the linked function namespace.name.
 func (s *Set) Provides(namespace, name string) (params, results []api.ValueType, ok bool) {
 	for _, f := range s.funcs {
 		if f.Namespace == namespace && f.Name == name {
-			return f.Params, f.Returns, true
+			return f.Params, f.Results, true
 		}
 	}
 	return nil, nil, false
@@ -309,22 +328,20 @@ func (s *Set) Close() error {
 	return err
 }
 
-func (s *Set) add(name string, fn extism.HostFunctionStackCallback, params, results []api.ValueType) {
-	f := extism.NewHostFunctionWithStack(name, fn, params, results)
-	f.SetNamespace(Namespace)
-	s.funcs = append(s.funcs, f)
+func (s *Set) add(name string, fn func(context.Context, Kernel, []uint64), params, results []api.ValueType) {
+	s.funcs = append(s.funcs, Func{Namespace: Namespace, Name: name, Params: params, Results: results, Fn: fn})
 }
 
 func ptrs(n int) []api.ValueType {
 	out := make([]api.ValueType, n)
 	for i := range out {
-		out[i] = extism.ValueTypePTR
+		out[i] = api.ValueTypeI64
 	}
 	return out
 }
 
-func (s *Set) fsRead(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-	path, ok := readArg(ctx, p, FnFSRead, stack[0], maxPathBytes, stack)
+func (s *Set) fsRead(ctx context.Context, k Kernel, stack []uint64) {
+	path, ok := readArg(ctx, k, FnFSRead, stack[0], maxPathBytes, stack)
 	if !ok {
 		return
 	}
@@ -332,15 +349,15 @@ func (s *Set) fsRead(ctx context.Context, p *extism.CurrentPlugin, stack []uint6
 	if err == nil {
 		touched(ctx, s.read, string(path), len(data), 0)
 	}
-	finish(ctx, p, stack, data, err)
+	finish(ctx, k, stack, data, err)
 }
 
-func (s *Set) fsWrite(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-	path, ok := readArg(ctx, p, FnFSWrite, stack[0], maxPathBytes, stack)
+func (s *Set) fsWrite(ctx context.Context, k Kernel, stack []uint64) {
+	path, ok := readArg(ctx, k, FnFSWrite, stack[0], maxPathBytes, stack)
 	if !ok {
 		return
 	}
-	data, ok := readArg(ctx, p, fmt.Sprintf("write %q", truncate(string(path), 256)), stack[1], s.maxWrite, stack)
+	data, ok := readArg(ctx, k, fmt.Sprintf("write %q", truncate(string(path), 256)), stack[1], s.maxWrite, stack)
 	if !ok {
 		return
 	}
@@ -349,20 +366,20 @@ func (s *Set) fsWrite(ctx context.Context, p *extism.CurrentPlugin, stack []uint
 		touched(ctx, s.write, string(path), 0, n)
 	}
 	if err != nil {
-		finish(ctx, p, stack, nil, err)
+		finish(ctx, k, stack, nil, err)
 		return
 	}
-	succeed(ctx, p, stack, binary.LittleEndian.AppendUint64(nil, uint64(n)))
+	succeed(ctx, k, stack, binary.LittleEndian.AppendUint64(nil, uint64(n)))
 }
 
-func (s *Set) httpGet(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-	url, ok := readArg(ctx, p, FnHTTPGet, stack[0], maxURLBytes, stack)
+func (s *Set) httpGet(ctx context.Context, k Kernel, stack []uint64) {
+	url, ok := readArg(ctx, k, FnHTTPGet, stack[0], maxURLBytes, stack)
 	if !ok {
 		return
 	}
 	resp, err := s.fetch.Get(ctx, string(url))
 	if err != nil {
-		finish(ctx, p, stack, nil, err)
+		finish(ctx, k, stack, nil, err)
 		return
 	}
 	if u := usageFrom(ctx); u != nil {
@@ -376,22 +393,19 @@ func (s *Set) httpGet(ctx context.Context, p *extism.CurrentPlugin, stack []uint
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(hdr)))
 	out = append(out, hdr...)
 	out = append(out, resp.Body...)
-	succeed(ctx, p, stack, out)
+	succeed(ctx, k, stack, out)
 }
 
-func hostLog(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+func hostLog(ctx context.Context, k Kernel, stack []uint64) {
 	level := int32(api.DecodeI32(stack[0]))
 	c := callFrom(ctx)
-	n, err := p.LengthWithContext(ctx, stack[1])
-	if err != nil {
-		panic(err)
-	}
+	n := k.Length(stack[1])
 	c.Charge(hostCallCost + int64(n>>hostByteShift))
 	if n > maxLogBytes {
 		n = maxLogBytes
 	}
-	msg, ok := p.Memory().Read(uint32(stack[1]), uint32(n))
-	if !ok || stack[1] > uint64(p.Memory().Size()) {
+	msg, ok := k.Read(stack[1], n)
+	if !ok {
 		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: pointer %#x is outside kernel memory", FnLog, stack[1])))
 	}
 	c.Log(level, string(msg))
@@ -400,7 +414,7 @@ func hostLog(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 // readArg reads the kernel block at off, at most max bytes. A bad pointer ends
 // the call (the guest broke the memory contract); an oversized block gets a
 // too_large result the guest can handle, and false.
-func readArg(ctx context.Context, p *extism.CurrentPlugin, fn string, off uint64, max int64, stack []uint64) ([]byte, bool) {
+func readArg(ctx context.Context, k Kernel, fn string, off uint64, max int64, stack []uint64) ([]byte, bool) {
 	c := callFrom(ctx)
 	c.Charge(hostCallCost)
 	if err := ctx.Err(); err != nil {
@@ -409,13 +423,9 @@ func readArg(ctx context.Context, p *extism.CurrentPlugin, fn string, off uint64
 	if off == 0 {
 		return []byte{}, true // the kernel's answer to alloc(0): an empty argument
 	}
-	size := uint64(p.Memory().Size())
-	if off >= size {
+	n := k.Length(off)
+	if _, inside := k.Read(off, 1); n == 0 && !inside {
 		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: pointer %#x is not a kernel memory block", fn, off)))
-	}
-	n, err := p.LengthWithContext(ctx, off)
-	if err != nil {
-		panic(err)
 	}
 	if n == 0 {
 		// The kernel answers 0 for offsets that do not start a block; a real empty
@@ -423,10 +433,10 @@ func readArg(ctx context.Context, p *extism.CurrentPlugin, fn string, off uint64
 		return []byte{}, true
 	}
 	if int64(n) > max {
-		fail(ctx, p, stack, errs.New(errs.ErrTooLarge, fmt.Sprintf("%s: argument of %d bytes is over the %d-byte cap", fn, n, max)))
+		fail(ctx, k, stack, errs.New(errs.ErrTooLarge, fmt.Sprintf("%s: argument of %d bytes is over the %d-byte cap", fn, n, max)))
 		return nil, false
 	}
-	b, ok := p.Memory().Read(uint32(off), uint32(n))
+	b, ok := k.Read(off, n)
 	if !ok {
 		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: block %#x+%d is outside kernel memory", fn, off, n)))
 	}
@@ -442,61 +452,56 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-func readJSON(ctx context.Context, p *extism.CurrentPlugin, fn string, stack []uint64, v any) bool {
-	raw, ok := readArg(ctx, p, fn, stack[0], maxReqBytes, stack)
+func readJSON(ctx context.Context, k Kernel, fn string, stack []uint64, v any) bool {
+	raw, ok := readArg(ctx, k, fn, stack[0], maxReqBytes, stack)
 	if !ok {
 		return false
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		fail(ctx, p, stack, errs.New(errs.ErrInvalidInput, fmt.Sprintf("%s: request is not valid JSON: %v", fn, err)))
+		fail(ctx, k, stack, errs.New(errs.ErrInvalidInput, fmt.Sprintf("%s: request is not valid JSON: %v", fn, err)))
 		return false
 	}
 	return true
 }
 
 // finish answers with data on success and with the error's status otherwise.
-func finish(ctx context.Context, p *extism.CurrentPlugin, stack []uint64, data []byte, err error) {
+func finish(ctx context.Context, k Kernel, stack []uint64, data []byte, err error) {
 	if err != nil {
-		fail(ctx, p, stack, err)
+		fail(ctx, k, stack, err)
 		return
 	}
-	succeed(ctx, p, stack, data)
+	succeed(ctx, k, stack, data)
 }
 
-func succeed(ctx context.Context, p *extism.CurrentPlugin, stack []uint64, data []byte) {
-	stack[0] = writeResult(ctx, p, errs.StatusOK, data)
+func succeed(ctx context.Context, k Kernel, stack []uint64, data []byte) {
+	stack[0] = writeResult(ctx, k, errs.StatusOK, data)
 }
 
 // fail hands the guest an error status and message. If the call's deadline has
 // passed meanwhile, the call ends with it instead: a guest must not be able to
 // keep running past its deadline by retrying.
-func fail(ctx context.Context, p *extism.CurrentPlugin, stack []uint64, err error) {
+func fail(ctx context.Context, k Kernel, stack []uint64, err error) {
 	if cerr := ctx.Err(); cerr != nil {
 		panic(cerr)
 	}
 	if errors.Is(err, errs.ErrFuelExhausted) || errors.Is(err, errs.ErrTimeout) || errors.Is(err, errs.ErrCanceled) {
 		panic(err)
 	}
-	stack[0] = writeResult(ctx, p, errs.StatusOf(err), []byte(err.Error()))
+	stack[0] = writeResult(ctx, k, errs.StatusOf(err), []byte(err.Error()))
 }
 
 // writeResult allocates a kernel block for status+payload. An allocation the
 // kernel refuses ends the call with a memory-limit error (go-sdk's WriteBytes
 // would write at offset 0 and corrupt the kernel).
-func writeResult(ctx context.Context, p *extism.CurrentPlugin, st errs.Status, payload []byte) uint64 {
+func writeResult(ctx context.Context, k Kernel, st errs.Status, payload []byte) uint64 {
 	c := callFrom(ctx)
 	c.Charge(int64(len(payload) >> hostByteShift))
 	n := uint64(len(payload)) + 1
-	ptr, err := p.AllocWithContext(ctx, n)
-	if err != nil {
-		panic(err)
-	}
+	ptr := k.Alloc(n)
 	if ptr == 0 {
 		panic(errs.New(errs.ErrMemoryLimit, fmt.Sprintf("kernel memory cannot hold a %d-byte result", n)))
 	}
-	c.Allocated(ptr, n)
-	mem := p.Memory()
-	if !mem.WriteByte(uint32(ptr), byte(st)) || !mem.Write(uint32(ptr)+1, payload) {
+	if !k.Write(ptr, []byte{byte(st)}) || !k.Write(ptr+1, payload) {
 		panic(errs.New(errs.ErrMemoryLimit, fmt.Sprintf("kernel block %#x+%d is outside memory", ptr, n)))
 	}
 	return ptr

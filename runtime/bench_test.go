@@ -16,6 +16,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/runtime/internal/fuel"
@@ -50,41 +51,73 @@ func BenchmarkFuelOverhead(b *testing.B) {
 	defer rt.Close(ctx)
 	m := &Module{r: rt, name: "bench", manifest: DefaultManifest("bench")}
 	m.manifest.Resources.Fuel = MaxFuel
+	m.manifest.Resources.MemoryMB = 16
+	m.info = &Info{WASI: true}
 
+	// Both variants run on buddy's own call path and Go kernel; the
+	// original imports every kernel function from extism:host/env, so its
+	// runtime serves them all there.
 	variants := []struct {
-		name  string
-		code  []byte
-		funcs []extism.HostFunction
+		name   string
+		code   []byte
+		rename bool
 	}{
-		{"original", wasm, nil},
-		{"instrumented", instrumented, m.meterFunctions()},
+		{"original", wasm, false},
+		{"instrumented", instrumented, true},
 	}
-	cps := make([]*extism.CompiledPlugin, len(variants))
+	type compiled struct {
+		rt wazero.Runtime
+		cm wazero.CompiledModule
+	}
+	cms := make([]compiled, len(variants))
 	for i, c := range variants {
-		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
-			Wasm:   []extism.Wasm{extism.WasmData{Data: c.code}},
-			Memory: &extism.ManifestMemory{MaxPages: 256},
-		}, extism.PluginConfig{EnableWasi: true, RuntimeConfig: rt.runtimeConfig(256)}, c.funcs)
+		r := wazero.NewRuntimeWithConfig(ctx, rt.runtimeConfig(256))
+		defer r.Close(ctx)
+		funcs := m.kernelFunctions()
+		if !c.rename {
+			for j := range funcs {
+				if funcs[j].ns == hostfns.KernelNamespace {
+					funcs[j].ns = kernelNS
+				}
+			}
+		}
+		byNS := map[string]wazero.HostModuleBuilder{}
+		for _, f := range funcs {
+			if byNS[f.ns] == nil {
+				byNS[f.ns] = r.NewHostModuleBuilder(f.ns)
+			}
+			byNS[f.ns].NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(f.name)
+		}
+		for _, hb := range byNS {
+			if _, err := hb.Instantiate(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		cm, err := r.CompileModule(ctx, c.code)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer cp.Close(ctx)
-		cps[i] = cp
+		cms[i] = compiled{r, cm}
 	}
-	// call runs count_vowels once in a fresh instance of cps[i], made and
+	// call runs count_vowels once in a fresh instance of variant i, made and
 	// closed outside the returned time: the guest's allocator never frees
 	// (TinyGo's leaking GC), so a reused instance runs out of memory after a
 	// few hundred calls.
 	call := func(b *testing.B, i int) time.Duration {
-		p, err := cps[i].Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: wazero.NewModuleConfig()})
+		mod, err := cms[i].rt.InstantiateModule(ctx, cms[i].cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer p.Close(ctx)
+		inst := &instance{mod: mod, rand: &xorshiftReader{}, entry: mod.ExportedFunction("count_vowels"), init: mod.ExportedFunction("_initialize")}
 		st := &callState{m: m, ctx: ctx, budget: MaxFuel, chunk: DefaultFuelChunk}
+		st.k.init(rt.mem, 16<<20)
+		defer inst.close(ctx, st)
 		cctx := context.WithValue(ctx, stateKey{}, st)
 		start := time.Now()
-		_, out, err := p.CallWithContext(cctx, "count_vowels", input)
+		_, out, err := inst.call(cctx, st, "count_vowels", input)
 		took := time.Since(start)
 		if err != nil {
 			b.Fatal(err)

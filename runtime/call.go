@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/runtime/internal/fuel"
 )
 
 // Module is a compiled skill. Call is safe for concurrent use; every call runs
@@ -29,10 +26,8 @@ type Module struct {
 	name     string
 	manifest *Manifest
 	info     *Info
-	compiled *extism.CompiledPlugin
-	// kernelPrefill are the kernel exports looked up when an instance is
-	// made (prefillKernel).
-	kernelPrefill []kernelIndex
+	rt       wazero.Runtime // the skill's own: its host modules and memory cap
+	compiled wazero.CompiledModule
 
 	ready     chan *instance // fresh, never-called instances
 	filling   atomic.Bool
@@ -95,6 +90,7 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		budget: int64(res.Fuel),
 		chunk:  m.r.opts.FuelChunk,
 	}
+	st.k.init(m.r.mem, uint64(res.MemoryMB)<<20)
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	ctx = hostfns.WithCall(ctx, st)
 
@@ -115,10 +111,8 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 			done <- outcome{err: err}
 			return
 		}
-		p := inst.p
 		inst.rand.st = st // random_get checks this call's deadline as it fills
-		defer p.Close(context.WithoutCancel(ctx))
-		p.SetLogger(st.log)
+		defer inst.close(context.WithoutCancel(ctx), st)
 		if m.info.info.HasStart {
 			// The module's start section, run where wazero would have run it
 			// (before anything else) but under this call's limits.
@@ -168,12 +162,17 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 // notice it (at its next refuel or host call) before answering without it.
 const watchdogGrace = 100 * time.Millisecond
 
-// instance is a fresh plugin instance, its WASI random source and the
-// exports its call will use, looked up ahead (fastcall.go).
+// instance is a fresh instance of the guest, its WASI random source and the
+// exports its call will use, looked up when it is made (before the caller
+// asks, for a prepared one): wazero builds a call engine, with a zeroed
+// stack, for every export lookup.
 type instance struct {
-	p    *extism.Plugin
-	rand *xorshiftReader
-	prep *prepared // nil: the call goes through go-sdk's CallWithContext
+	mod         api.Module
+	rand        *xorshiftReader
+	entry       api.Function // the manifest's entrypoint
+	init        api.Function // the guest runtime's initializer, or nil
+	hsInit      api.Function // Haskell's hs_init, or nil
+	initialized bool
 }
 
 // instance returns a fresh instance: a prepared one if any, else a new one.
@@ -188,13 +187,13 @@ func (m *Module) instance(ctx context.Context) (*instance, error) {
 
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	rand := &xorshiftReader{state: 0x9E3779B97F4A7C15}
-	p, err := m.compiled.Instance(experimental.WithMemoryAllocator(ctx, m.r.mem), extism.PluginInstanceConfig{
-		// No filesystem, no env, no args, no stdin/stdout/stderr, fake clocks and
-		// a deterministic random source: WASI gives a guest nothing of the host.
-		// (wazero's default fake source seeds a math/rand generator per
-		// instance, a sixth of a trivial call's CPU; ours is as deterministic.)
-		ModuleConfig: wazero.NewModuleConfig().WithRandSource(rand),
-	})
+	// No filesystem, no env, no args, no stdin/stdout/stderr, fake clocks and
+	// a deterministic random source: WASI gives a guest nothing of the host.
+	// (wazero's default fake source seeds a math/rand generator per
+	// instance, a sixth of a trivial call's CPU; ours is as deterministic.)
+	// No start functions: the guest runtime is initialized inside the call.
+	mod, err := m.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, m.r.mem), m.compiled,
+		wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand))
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
@@ -204,7 +203,122 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		}
 		return nil, &TrapError{Reason: "instantiating: " + firstLine(err.Error())}
 	}
-	return &instance{p: p, rand: rand, prep: m.prepare(p)}, nil
+	inst := &instance{mod: mod, rand: rand}
+	if name := m.manifest.Entrypoint; name != "" {
+		inst.entry = mod.ExportedFunction(name)
+	}
+	// The guest runtime's initializer, as go-sdk detects it: Haskell's
+	// hs_init (after a reactor's _initialize); else, with WASI, a reactor's
+	// _initialize or a command's constructors, when they take no parameters.
+	if f := mod.ExportedFunction("hs_init"); f != nil {
+		inst.hsInit = f
+		inst.init = mod.ExportedFunction("_initialize")
+	} else if m.info.WASI {
+		for _, name := range []string{"_initialize", "__wasm_call_ctors"} {
+			if f := mod.ExportedFunction(name); f != nil {
+				if len(f.Definition().ParamTypes()) == 0 {
+					inst.init = f
+				}
+				break
+			}
+		}
+	}
+	return inst, nil
+}
+
+// call runs the export fn with input in inst, in the sequence of go-sdk
+// v1.7.1's Plugin.CallWithContext (extism.go), over the call's Go kernel:
+// reset the kernel and set the input; initialize the guest runtime before
+// the first export that is not itself an initializer; call; read a WASI exit
+// code as go-sdk does; then the error block (if the guest set one) and the
+// output.
+func (inst *instance) call(ctx context.Context, st *callState, fn string, input []byte) (uint32, []byte, error) {
+	if inst.mod.IsClosed() {
+		return 0, nil, fmt.Errorf("module is closed")
+	}
+	k := &st.k
+	k.Reset()
+	ptr := k.Alloc(uint64(len(input)))
+	if ptr == 0 && len(input) > 0 {
+		st.oom = true
+		return 1, nil, &MemoryError{Detail: fmt.Sprintf("kernel memory cannot hold the %d-byte input", len(input)), CapMB: st.m.manifest.Resources.MemoryMB}
+	}
+	k.Write(ptr, input)
+	k.input, k.inputLen = ptr, uint64(len(input))
+
+	f := inst.entry
+	if f == nil || fn != st.m.manifest.Entrypoint {
+		f = inst.mod.ExportedFunction(fn)
+	}
+	if f == nil {
+		return 1, nil, fmt.Errorf("unknown function: %s", fn)
+	} else if n := len(f.Definition().ResultTypes()); n > 1 {
+		return 1, nil, fmt.Errorf("function %s has %v results, expected 0 or 1", fn, n)
+	}
+	if !inst.initialized && fn != "_start" && fn != "_initialize" {
+		if err := inst.initialize(ctx); err != nil {
+			return 1, nil, fmt.Errorf("failed to initialize runtime: %v", err)
+		}
+		inst.initialized = true
+	}
+
+	var stack [1]uint64
+	err := f.CallWithStack(ctx, stack[:])
+	nres := len(f.Definition().ResultTypes())
+	// A WASI exit code, as go-sdk reads it: exit(0) is success.
+	if exitErr, ok := err.(*sys.ExitError); ok {
+		if exitErr.ExitCode() == 0 {
+			err = nil
+		}
+		if nres == 0 {
+			stack[0], nres = api.EncodeU32(exitErr.ExitCode()), 1
+		}
+	}
+	var rc uint32
+	switch {
+	case nres > 0:
+		rc = api.DecodeU32(stack[0])
+	case err != nil:
+		rc = 1
+	}
+	if err != nil {
+		return rc, nil, err
+	}
+	var returnErr error
+	if msg := k.block(k.errOff); len(msg) > 0 {
+		returnErr = errors.New(string(msg))
+	}
+	out, ok := k.Read(k.output, k.outputLen)
+	if !ok {
+		out = nil // as go-sdk: an output outside kernel memory reads as empty
+	}
+	return rc, append([]byte{}, out...), returnErr
+}
+
+// initialize runs the guest runtime's initializer, as go-sdk does: for
+// Haskell, a reactor's _initialize (its failure only logged) then
+// hs_init(0, 0); else _initialize or __wasm_call_ctors.
+func (inst *instance) initialize(ctx context.Context) error {
+	if inst.hsInit != nil {
+		if inst.init != nil {
+			_, _ = inst.init.Call(ctx)
+		}
+		_, err := inst.hsInit.Call(ctx, 0, 0)
+		return err
+	}
+	if inst.init != nil {
+		_, err := inst.init.Call(ctx)
+		return err
+	}
+	return nil
+}
+
+// close releases the instance and the call's kernel memory.
+func (inst *instance) close(ctx context.Context, st *callState) {
+	_ = inst.mod.Close(ctx)
+	if st != nil {
+		st.k.release()
+	}
 }
 
 // xorshiftReader is a deterministic pseudo-random stream for WASI random_get:
@@ -261,7 +375,7 @@ func (m *Module) refill() {
 			select {
 			case m.ready <- p:
 			default:
-				p.p.Close(r.ctx)
+				p.close(r.ctx, nil)
 				return
 			}
 		}
@@ -303,13 +417,13 @@ func (m *Module) Close(ctx context.Context) error {
 		for {
 			select {
 			case inst := <-m.ready:
-				inst.p.Close(ctx)
+				inst.close(ctx, nil)
 				continue
 			default:
 			}
 			break
 		}
-		err = m.compiled.Close(ctx)
+		err = m.rt.Close(ctx)
 	})
 	return err
 }
@@ -335,12 +449,9 @@ type callState struct {
 	// go-sdk is the guest's own message (a reactor's _initialize settles
 	// too, before the export runs).
 	errorSet  bool
-	blocks    blockTable
-	kernel    kernelFuncs // this instance's kernel exports, looked up once
-	vars      varStore    // Extism vars: this call's only
-	input     uint64      // the input block's kernel offset, once known
-	haveInput bool
-	failure   error // the first error the runtime ended the call with
+	k         kernel   // the call's Extism kernel memory (kernel.go)
+	vars      varStore // Extism vars: this call's only
+	failure   error    // the first error the runtime ended the call with
 
 	logLines, logBytes, logDropped int
 }
@@ -400,12 +511,6 @@ func (st *callState) used() uint64 {
 	return uint64(st.floor + st.extra)
 }
 
-// Allocated implements hostfns.Call: a host function allocated a kernel block
-// (a result); guest entries it overlaps are stale.
-func (st *callState) Allocated(ptr, size uint64) {
-	st.blocks.invalidate(ptr-min(ptr, headerSize), ptr+size)
-}
-
 // Log implements hostfns.Call and is the Extism logger of the instance.
 func (st *callState) Log(level int32, msg string) {
 	if st.logLines >= maxLogLines || st.logBytes+len(msg) > maxLogBytes {
@@ -419,277 +524,10 @@ func (st *callState) Log(level int32, msg string) {
 	}
 }
 
-func (st *callState) log(level extism.LogLevel, msg string) {
-	l := int32(LevelError)
-	switch level {
-	case extism.LogLevelTrace:
-		l = int32(LevelTrace)
-	case extism.LogLevelDebug:
-		l = int32(LevelDebug)
-	case extism.LogLevelInfo:
-		l = int32(LevelInfo)
-	case extism.LogLevelWarn:
-		l = int32(LevelWarn)
-	}
-	st.Log(l, msg)
-}
-
 func (st *callState) flushLogs() {
 	if st.logDropped > 0 && st.m.r.opts.Log != nil {
 		st.m.r.opts.Log(st.m.name, LevelWarn, fmt.Sprintf("%d log lines dropped (limit %d lines, %d bytes per call)", st.logDropped, maxLogLines, maxLogBytes))
 	}
-}
-
-// Fuel charged for the kernel calls that the runtime wraps.
-const (
-	kernelCallCost  = 50
-	kernelLightCost = 4  // a load, a store: a round trip through Go
-	kernelLoadCost  = 2  // load_u64, input_load_u64 (as when go-sdk served them)
-	kernelByteCost  = 10 // bytes per unit for alloc sizes
-)
-
-// meterFunctions are the buddy:fuel functions the instrumenter calls and the
-// buddy:kernel wrappers of the Extism kernel functions it moved there.
-func (m *Module) meterFunctions() []extism.HostFunction {
-	fn := func(ns, name string, cb extism.HostFunctionStackCallback, params, results []api.ValueType) extism.HostFunction {
-		f := extism.NewHostFunctionWithStack(name, cb, params, results)
-		f.SetNamespace(ns)
-		return f
-	}
-	allocCap := uint64(m.manifest.Resources.MemoryMB) << 20
-	maxOut := uint64(m.r.opts.MaxOutputBytes)
-	out := []extism.HostFunction{
-		fn(fuel.Module, fuel.RefuelName, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
-			stack[0] = uint64(stateFrom(ctx).refuel(int64(stack[0])))
-		}, []api.ValueType{i64}, []api.ValueType{i64}),
-		fn(fuel.Module, fuel.SettleName, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
-			stateFrom(ctx).settle(int64(stack[0]))
-		}, []api.ValueType{i64}, nil),
-		fn(fuel.Module, fuel.OOMName, func(ctx context.Context, _ *extism.CurrentPlugin, _ []uint64) {
-			stateFrom(ctx).oom = true
-		}, nil, nil),
-
-		fn(hostfns.KernelNamespace, "alloc", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			st := kernelEntry(ctx)
-			n := stack[0]
-			if n > allocCap {
-				st.oom = true
-				stack[0] = 0
-				return
-			}
-			// alloc walks the kernel's block list: charge for its length too.
-			st.allocs++
-			st.Charge(st.allocs + int64(n/kernelByteCost))
-			stack[0] = n
-			kernelCall(ctx, st, kAlloc, stack)
-			ptr := stack[0]
-			if ptr == 0 && n > 0 {
-				st.oom = true
-			}
-			st.blocks.add(ptr, n)
-			stack[0] = ptr
-		}, []api.ValueType{i64}, []api.ValueType{i64}),
-		fn(hostfns.KernelNamespace, "free", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			st := kernelEntry(ctx)
-			st.Charge(st.allocs)
-			st.blocks.remove(stack[0])
-			// The kernel frees only exact block starts it finds in its list, so
-			// any pointer may be passed on.
-			kernelCall(ctx, st, kFree, stack)
-		}, []api.ValueType{i64}, nil),
-		fn(hostfns.KernelNamespace, "reset", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			st := kernelEntry(ctx)
-			st.blocks.reset()
-			kernelCall(ctx, st, kReset, stack)
-		}, nil, nil),
-		// Stores: only inside a live block the guest allocated (blocks.go).
-		fn(hostfns.KernelNamespace, "store_u8", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			st := kernelLight(ctx)
-			off := stack[0]
-			if !st.blocks.contains(off, 1) || !st.kernelMem(ctx).WriteByte(uint32(off), byte(stack[1])) {
-				panic(&TrapError{Reason: fmt.Sprintf("store_u8 at %#x: outside every block the guest allocated", off)})
-			}
-		}, []api.ValueType{i64, i32}, nil),
-		fn(hostfns.KernelNamespace, "store_u64", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			st := kernelLight(ctx)
-			off := stack[0]
-			if !st.blocks.contains(off, 8) || !st.kernelMem(ctx).WriteUint64Le(uint32(off), stack[1]) {
-				panic(&TrapError{Reason: fmt.Sprintf("store_u64 at %#x: outside every block the guest allocated", off)})
-			}
-		}, []api.ValueType{i64, i64}, nil),
-		// Loads: read straight from the kernel memory the call's state holds
-		// (go-sdk's proxies look the memory up by name and its plugin in the
-		// context at every 8 bytes), with go-sdk's semantics — the offset is
-		// truncated to 32 bits; input_load_u64 is relative to the input block
-		// — and its fuel: 2 per call, as its import cost and listener charged.
-		fn(hostfns.KernelNamespace, "load_u64", func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
-			st := kernelLoad(ctx)
-			v, ok := st.kernelMem(ctx).ReadUint64Le(uint32(stack[0]))
-			if !ok {
-				panic(&TrapError{Reason: fmt.Sprintf("load_u64 at %#x: outside kernel memory", stack[0])})
-			}
-			stack[0] = v
-		}, []api.ValueType{i64}, []api.ValueType{i64}),
-		fn(hostfns.KernelNamespace, "input_load_u64", func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
-			st := kernelLoad(ctx)
-			off := stack[0] + st.inputOffset(ctx)
-			v, ok := st.kernelMem(ctx).ReadUint64Le(uint32(off))
-			if !ok {
-				panic(&TrapError{Reason: fmt.Sprintf("input_load_u64 at %#x: outside kernel memory", stack[0])})
-			}
-			stack[0] = v
-		}, []api.ValueType{i64}, []api.ValueType{i64}),
-		fn(hostfns.KernelNamespace, "length", kernelLength, []api.ValueType{i64}, []api.ValueType{i64}),
-		fn(hostfns.KernelNamespace, "length_unsafe", kernelLength, []api.ValueType{i64}, []api.ValueType{i64}),
-		fn(hostfns.KernelNamespace, "output_set", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-			st := kernelEntry(ctx)
-			off, n := stack[0], stack[1]
-			if n > maxOut {
-				panic(errs.New(ErrTooLarge, fmt.Sprintf("output of %d bytes is over the %d-byte cap", n, maxOut)))
-			}
-			size := uint64(st.kernelMem(ctx).Size())
-			if off > size || n > size-off {
-				panic(&TrapError{Reason: fmt.Sprintf("output_set: block %#x+%d is outside kernel memory", off, n)})
-			}
-			kernelCall(ctx, st, kOutputSet, stack)
-		}, []api.ValueType{i64, i64}, nil),
-	}
-	out = append(out, m.varFunctions()...)
-	// The rest of the kernel functions go-sdk proxies (looking the export up
-	// on every call) are forwarded with the cached handle.
-	for i := kFirstPlain; i < kernelIndex(kernelCount); i++ {
-		name := kernelNames[i]
-		out = append(out, fn(hostfns.KernelNamespace, name, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
-			st := kernelLight(ctx)
-			if i == kErrorSet {
-				st.errorSet = true
-			}
-			kernelCall(ctx, st, i, stack)
-		}, kernelImports[name].params, kernelImports[name].results))
-	}
-	return out
-}
-
-// kernelFuncs caches the kernel exports the wrappers call: wazero builds a
-// new call engine (and stack) for every ExportedFunction lookup, and go-sdk's
-// AllocWithContext and friends look up on every call.
-type kernelFuncs struct {
-	mod api.Module
-	mem api.Memory
-	fns [kernelCount]api.Function
-}
-
-func (st *callState) kernelModule(ctx context.Context) api.Module {
-	k := &st.kernel
-	if k.mod == nil {
-		mod, ok := ctx.Value(extism.PluginCtxKey("extism")).(api.Module)
-		if !ok {
-			panic(errs.New(ErrInternal, "no kernel in context"))
-		}
-		k.mod = mod
-	}
-	return k.mod
-}
-
-// kernelMem is the kernel's memory (go-sdk's Memory() looks it up by name on
-// every call; stores are the hottest kernel calls).
-func (st *callState) kernelMem(ctx context.Context) api.Memory {
-	if st.kernel.mem == nil {
-		st.kernel.mem = st.kernelModule(ctx).Memory()
-	}
-	return st.kernel.mem
-}
-
-func (st *callState) kernelFn(ctx context.Context, i kernelIndex) api.Function {
-	f := st.kernel.fns[i]
-	if f == nil {
-		f = st.kernelModule(ctx).ExportedFunction(kernelNames[i])
-		st.kernel.fns[i] = f
-	}
-	return f
-}
-
-// kernelCall calls an exported function of this instance's Extism kernel.
-func kernelCall(ctx context.Context, st *callState, i kernelIndex, stack []uint64) {
-	if err := st.kernelFn(ctx, i).CallWithStack(ctx, stack); err != nil {
-		panic(err)
-	}
-}
-
-// kernelIndex names a kernel export the runtime calls on the guest's behalf.
-type kernelIndex int
-
-// kernelNames lists them: first those the runtime's own wrappers call, then
-// the plain forwards (kFirstPlain on).
-var kernelNames = [...]string{"alloc", "free", "length", "reset", "output_set",
-	"input_length", "input_load_u8", "load_u8", "input_set", "input_offset",
-	"output_length", "output_offset", "error_set", "error_get", "memory_bytes"}
-
-const kernelCount = len(kernelNames)
-
-const (
-	kAlloc kernelIndex = iota
-	kFree
-	kLength
-	kReset
-	kOutputSet
-	kFirstPlain
-)
-
-// Indices among the plain forwards: error_set's, and those the call
-// sequence uses (fastcall.go).
-var (
-	kErrorSet     = kernelIndex(slices.Index(kernelNames[:], "error_set"))
-	kInputSet     = kernelIndex(slices.Index(kernelNames[:], "input_set"))
-	kErrorGet     = kernelIndex(slices.Index(kernelNames[:], "error_get"))
-	kOutputOffset = kernelIndex(slices.Index(kernelNames[:], "output_offset"))
-	kOutputLength = kernelIndex(slices.Index(kernelNames[:], "output_length"))
-)
-
-func kernelLength(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-	st := kernelEntry(ctx)
-	st.Charge(st.allocs)
-	kernelCall(ctx, st, kLength, stack)
-}
-
-// kernelEntry is the common start of every wrapped kernel call: the deadline is
-// checked here too, since kernel work is not metered by the instrumentation.
-func kernelEntry(ctx context.Context) *callState {
-	st := stateFrom(ctx)
-	st.checkDeadline()
-	st.Charge(kernelCallCost)
-	return st
-}
-
-// kernelLoad is the start of load_u64 and input_load_u64.
-func kernelLoad(ctx context.Context) *callState {
-	st := stateFrom(ctx)
-	st.checkDeadline()
-	st.Charge(kernelLoadCost)
-	return st
-}
-
-// inputOffset is where the call's input block starts in kernel memory.
-func (st *callState) inputOffset(ctx context.Context) uint64 {
-	if st.haveInput {
-		return st.input // set by the prepared call path (fastcall.go)
-	}
-	// Set by go-sdk's CallWithContext when the call went through it.
-	off, ok := ctx.Value(extism.InputOffsetKey("inputOffset")).(uint64)
-	if !ok {
-		panic(errs.New(ErrInternal, "input_load_u64: no input in context"))
-	}
-	return off
-}
-
-// kernelLight is the start of the constant-time kernel calls (loads, stores,
-// input and output offsets): the deadline is checked at each, so a loop of
-// them ends at the deadline however little fuel it burns.
-func kernelLight(ctx context.Context) *callState {
-	st := stateFrom(ctx)
-	st.checkDeadline()
-	st.Charge(kernelLightCost)
-	return st
 }
 
 // classify turns what go-sdk and wazero return into buddy's typed errors.

@@ -16,15 +16,14 @@ import (
 // calls costs almost no fuel per iteration, so refuels (and deadline checks)
 // became rare enough that a call ran seconds past its deadline.
 //
-// So every call into a Go function the guest imports from WASI or from
-// go-sdk's extism:host/env is watched by a wazero function listener, attached
-// when the module is compiled (hostCallListeners, passed in Load's context):
+// So every call into a WASI function (wazero's, in Go) is watched by a wazero
+// function listener, attached when the WASI module is instantiated
+// (hostCallListeners, passed in Load's context):
 // before the function runs, the deadline is checked and the call is charged
 // by the bytes it will move; work inside one call is bounded (random_get is
 // filled in chunks with a deadline check between them, vectors and
-// subscriptions are capped). buddy's own wrappers (buddy:kernel, buddy:host/v1)
-// do the same inline and are not listened to: the listener would only add a
-// second round of bookkeeping to the hottest calls.
+// subscriptions are capped). buddy's own host functions (buddy:kernel, what
+// is left of extism:host/env, buddy:host/v1) do the same inline.
 
 // hostCallListeners is the wazero listener factory of Load.
 type hostCallListeners struct{}
@@ -55,7 +54,7 @@ const (
 )
 
 // NewFunctionListener implements experimental.FunctionListenerFactory: only
-// Go functions of the WASI and Extism kernel namespaces get a listener.
+// WASI's Go functions get a listener.
 func (hostCallListeners) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
 	if def.GoFunction() == nil {
 		return nil // wasm code: metered by the instrumentation
@@ -71,8 +70,6 @@ func (hostCallListeners) NewFunctionListener(def api.FunctionDefinition) experim
 			return hostCallListener(chargePoll)
 		}
 		return hostCallListener(nil)
-	case kernelNS:
-		return hostCallListener(chargeKernelProxy)
 	}
 	return nil
 }
@@ -132,24 +129,6 @@ func chargePoll(_ context.Context, st *callState, _ api.Module, _ string, params
 		st.raise(&TrapError{Reason: fmt.Sprintf("poll_oneoff with %d subscriptions: over the %d cap", n, maxPollSubscriptions)})
 	}
 	return int64(n)
-}
-
-// chargeKernelProxy: the extism:host/env functions go-sdk still serves
-// (config_get, log_*, get_log_level). Those that
-// take a block walk the kernel's block list to find its length and copy the
-// block: charge for the walk (as the wrapped length does) and the bytes.
-func chargeKernelProxy(ctx context.Context, st *callState, _ api.Module, name string, params []uint64) int64 {
-	switch name {
-	case "config_get", "log_trace", "log_debug", "log_info", "log_warn", "log_error":
-		cost := kernelCallCost + st.allocs
-		if off := params[0]; off != 0 {
-			stack := [1]uint64{off}
-			kernelCall(ctx, st, kLength, stack[:])
-			cost += int64(stack[0] >> ioByteShift)
-		}
-		return cost
-	}
-	return 1
 }
 
 // checkDeadline ends the call when its context is done: every host call

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
@@ -578,7 +577,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 	provided := func(ns, fn string) (sig, bool) {
 		for _, f := range funcs {
 			if f.Namespace == ns && f.Name == fn {
-				return sig{f.Params, f.Returns}, true
+				return sig{f.Params, f.Results}, true
 			}
 		}
 		return sig{}, false
@@ -604,30 +603,25 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		info:     newInfo(wasm, fi),
 		ready:    make(chan *instance, max(r.opts.Prepared, 0)),
 	}
-	mod.kernelPrefill = mod.prefillKernel()
-	funcs = append(funcs, mod.meterFunctions()...)
-	cp, err := extism.NewCompiledPlugin(compileContext(withHostCallListeners(ctx)), extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: code, Name: "main"}},
-		Memory: &extism.ManifestMemory{
-			MaxPages: maxPages,
-			// go-sdk's vars are off: its var_get writes at kernel offset 0
-			// when the allocation fails (RUNTIME.md §3.3). The guest's
-			// var_get/var_set go to buddy:kernel (vars.go).
-			MaxVarBytes:          0,
-			MaxHttpResponseBytes: 0,
-		},
-	}, extism.PluginConfig{
-		RuntimeConfig: r.runtimeConfig(maxPages),
-		EnableWasi:    mod.info.WASI,
-	}, funcs)
+	// The skill's own wazero runtime: its memory cap applies to every
+	// instance, and its host modules link only what the skill was granted.
+	// Compiled code comes from the shared cache.
+	cctx := withHostCallListeners(ctx)
+	rt := wazero.NewRuntimeWithConfig(cctx, r.runtimeConfig(maxPages))
+	if err := mod.instantiateHost(cctx, rt, funcs); err != nil {
+		rt.Close(ctx)
+		return nil, &ModuleError{Detail: "linking " + name, Err: err}
+	}
+	cm, err := rt.CompileModule(compileContext(cctx), code)
 	if err != nil {
+		rt.Close(ctx)
 		return nil, &ModuleError{Detail: "compiling " + name, Err: err}
 	}
-	mod.compiled = cp
+	mod.rt, mod.compiled = rt, cm
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		cp.Close(ctx)
+		rt.Close(ctx)
 		return nil, fmt.Errorf("%w: runtime is closed", ErrInternal)
 	}
 	r.modules[mod] = struct{}{}

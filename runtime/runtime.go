@@ -23,15 +23,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/osfile"
 )
 
@@ -104,7 +103,7 @@ type Options struct {
 	FuelChunk int64
 	// ExtraHostFunctions are linked into every module besides its grants: for
 	// embedders and tests. Their namespaces count as granted.
-	ExtraHostFunctions []extism.HostFunction
+	ExtraHostFunctions []hostfns.Func
 }
 
 // Runtime compiles and runs skills. It is safe for concurrent use; Close it to
@@ -184,14 +183,6 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		opts.FuelChunk = DefaultFuelChunk
 	}
 	opts.Log = safeLog(opts.Log)
-	// go-sdk sends WASI stdout/stderr to the host's when this is set,
-	// overriding our module config: a guest must never write to our terminal.
-	os.Unsetenv("EXTISM_ENABLE_WASI_OUTPUT")
-	// go-sdk logs its own progress at debug and trace level through the same
-	// (process-global) filter as guest log_* calls, and prints it with the
-	// standard logger before an instance has our logger: keep those out. Guest
-	// info/warn/error lines pass; buddy:host/v1.log passes every level.
-	extism.SetLogLevel(extism.LogLevelInfo)
 
 	r := &Runtime{
 		opts:       opts,

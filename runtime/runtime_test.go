@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/buddy-run/buddy/hostfns"
@@ -200,8 +199,8 @@ func TestConcurrentCallsKeepTheirInputs(t *testing.T) {
 // sleepFunctions is a test host function that blocks: one variant honours the
 // context (as buddy's own do), one ignores it (the watchdog must still answer
 // at the deadline).
-func sleepFunction(honourCtx bool) extism.HostFunction {
-	f := extism.NewHostFunctionWithStack("sleep", func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+func sleepFunction(honourCtx bool) hostfns.Func {
+	return hostfns.Func{Namespace: "buddy:test", Name: "sleep", Params: []api.ValueType{api.ValueTypeI64}, Fn: func(ctx context.Context, _ hostfns.Kernel, stack []uint64) {
 		d := time.Duration(stack[0]) * time.Millisecond
 		if !honourCtx {
 			time.Sleep(min(d, 2*time.Second))
@@ -212,9 +211,7 @@ func sleepFunction(honourCtx bool) extism.HostFunction {
 		case <-ctx.Done():
 			panic(ctx.Err())
 		}
-	}, []api.ValueType{api.ValueTypeI64}, nil)
-	f.SetNamespace("buddy:test")
-	return f
+	}}
 }
 
 // TestLimits: each hostile fixture ends with its typed error.
@@ -224,7 +221,7 @@ func TestLimits(t *testing.T) {
 		res         func(*runtime.Resources)
 		want        error  // sentinel
 		wantMsg     string // substring of the error, optional
-		extra       []extism.HostFunction
+		extra       []hostfns.Func
 		maxDur      time.Duration // generous: the deadline itself is 300ms
 	}
 	fuel := func(f uint64) func(*runtime.Resources) { return func(r *runtime.Resources) { r.Fuel = f } }
@@ -262,9 +259,9 @@ func TestLimits(t *testing.T) {
 		{file: "trap.wasm", entry: "div0", want: runtime.ErrTrap, wantMsg: "divide by zero"},
 		{file: "trap.wasm", entry: "oob_load", want: runtime.ErrTrap, wantMsg: "out of bounds memory access"},
 		{file: "sleep.wasm", res: deadline(300 * time.Millisecond), want: runtime.ErrTimeout,
-			extra: []extism.HostFunction{sleepFunction(true)}, maxDur: 5 * time.Second},
+			extra: []hostfns.Func{sleepFunction(true)}, maxDur: 5 * time.Second},
 		{file: "sleep.wasm", res: deadline(300 * time.Millisecond), want: runtime.ErrTimeout,
-			extra: []extism.HostFunction{sleepFunction(false)}, maxDur: 1500 * time.Millisecond},
+			extra: []hostfns.Func{sleepFunction(false)}, maxDur: 1500 * time.Millisecond},
 		{file: "echo.wasm", entry: "fail", want: runtime.ErrInvalidInput, wantMsg: "bad thing"},
 		{file: "echo.wasm", entry: "fail_plain", want: runtime.ErrSkill, wantMsg: "something broke"},
 		{file: "pdkplugin.wasm", entry: "fail", want: runtime.ErrNotFound, wantMsg: "no such greeting"},

@@ -7,11 +7,10 @@ import (
 	"testing"
 )
 
-// TestFastPathInUse: instances of a plain module and of a WASI reactor
-// (TinyGo, go-pdk) get their exports looked up ahead, and calls through the
-// prepared path answer as go-sdk's CallWithContext did. A go-sdk upgrade that
-// renames the Plugin fields sdkModules reads fails here.
-func TestFastPathInUse(t *testing.T) {
+// TestInstancePreparedAhead: instances of a plain module and of a WASI
+// reactor (TinyGo, go-pdk) get their entry point and guest initializer looked
+// up when they are made, and calls answer through them.
+func TestInstancePreparedAhead(t *testing.T) {
 	ctx := t.Context()
 	rt, err := New(ctx, Options{Prepared: -1})
 	if err != nil {
@@ -45,21 +44,12 @@ func TestFastPathInUse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer inst.p.Close(ctx)
-			pr := inst.prep
-			if pr == nil {
-				t.Fatal("no prepared handles: calls fall back to go-sdk's CallWithContext")
+			defer inst.close(ctx, nil)
+			if inst.entry == nil {
+				t.Fatal("entry point not looked up ahead")
 			}
-			if pr.entry == nil || pr.kernel.mod == nil || pr.kernel.mem == nil {
-				t.Fatalf("prepared %+v: missing entry, kernel or memory", pr)
-			}
-			for _, i := range []kernelIndex{kReset, kAlloc, kInputSet, kOutputOffset, kOutputLength, kErrorGet, kLength} {
-				if pr.kernel.fns[i] == nil {
-					t.Errorf("kernel %s not looked up ahead", kernelNames[i])
-				}
-			}
-			if (pr.init != nil) != c.wantInit {
-				t.Errorf("guest initializer found = %v, want %v", pr.init != nil, c.wantInit)
+			if (inst.init != nil) != c.wantInit {
+				t.Errorf("guest initializer found = %v, want %v", inst.init != nil, c.wantInit)
 			}
 			for i := 0; i < 3; i++ { // fresh instances each time, via Call
 				res, err := mod.Call(ctx, c.input)

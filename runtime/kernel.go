@@ -1,0 +1,251 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"sort"
+)
+
+// The Extism kernel, served by Go.
+//
+// Extism's ABI gives a guest no pointers into the host: it allocates blocks
+// in a "kernel memory" and passes their offsets (i64) to the host, which
+// reads and writes them; the input, the output and the error are blocks too.
+// go-sdk implements that memory as a second wasm instance (the kernel,
+// extism-runtime.wasm) with its own 1 MiB linear memory per call, its
+// allocator's metadata inside that memory, and every load, store and
+// allocation a call into it.
+//
+// buddy keeps the same ABI, function for function (docs/HOST_ABI.md), over a
+// host-side buffer owned by the call: offsets index the buffer, the blocks'
+// bookkeeping lives in Go, out of every guest's reach, and nothing is
+// instantiated, looked up or zeroed beyond the bytes a call used. The
+// semantics follow the Extism kernel as go-sdk v1.7.1 serves it (checked
+// against it by runtime/kernel_abi_test.go):
+//
+//   - alloc(0) is 0; any other block starts at a non-zero offset, 8-aligned.
+//   - length(off) is the block's length when off starts a live block, else 0;
+//     length_unsafe is the same (the kernel's reads a header; there is none).
+//   - free(off) frees a live block starting at off and ignores anything else.
+//   - load_u8/load_u64 read anywhere in kernel memory (a read past its end
+//     traps); input_load_* read relative to the input block.
+//   - reset frees every block and forgets the input, output and error.
+//   - error_set(0) clears the error; output_set may name any range of memory.
+//
+// buddy's one deliberate difference: a guest store must fall inside a live
+// block (Extism's stores write anywhere). The kernel's metadata is no longer
+// in guest-writable memory, but a store outside every block is still a guest
+// bug that would silently corrupt the input or a host result; it traps.
+type kernel struct {
+	mem   []byte // kernel memory: len is what blocks reach, cap is from pool
+	limit uint64 // most bytes kernel memory may hold (the skill's memory cap)
+	pool  *memoryPool
+	dirty int // the largest len mem reached: what must be zeroed on release
+
+	blocks []kblock // by offset
+	free   int      // how many blocks are free
+	last   int      // the block a store hit last: stores are sequential
+
+	input, inputLen   uint64
+	output, outputLen uint64
+	errOff            uint64
+}
+
+// kblock is one allocation: [off, off+size) reserved, the first n in use.
+type kblock struct {
+	off, size, n uint64
+	free         bool
+}
+
+// kernelBase is the first offset handed out: 0 means "no block".
+const kernelBase = 8
+
+// kernelMinBytes is the smallest buffer a kernel takes from the pool.
+const kernelMinBytes = 64 << 10
+
+// init prepares an unused kernel for a call.
+func (k *kernel) init(pool *memoryPool, limit uint64) {
+	*k = kernel{pool: pool, limit: limit}
+}
+
+// release hands the buffer back to the pool (zeroed up to what was used).
+func (k *kernel) release() {
+	if k.mem != nil && k.pool != nil {
+		k.pool.give(k.mem[:cap(k.mem)], k.dirty)
+	}
+	k.mem, k.blocks = nil, nil
+}
+
+// Size is the kernel memory in use, in bytes (memory_bytes).
+func (k *kernel) Size() uint64 { return uint64(len(k.mem)) }
+
+// grow makes mem at least n bytes long, within the limit.
+func (k *kernel) grow(n uint64) bool {
+	if n > k.limit {
+		return false
+	}
+	if n <= uint64(cap(k.mem)) {
+		k.mem = k.mem[:n]
+	} else {
+		c := max(uint64(kernelMinBytes), 2*uint64(cap(k.mem)), n)
+		c = min(c, max(k.limit, n))
+		var buf []byte
+		if k.pool != nil {
+			buf = k.pool.take(c)
+		} else {
+			buf = make([]byte, 0, c)
+		}
+		buf = append(buf[:0], k.mem...)
+		if k.mem != nil && k.pool != nil {
+			k.pool.give(k.mem[:cap(k.mem)], k.dirty)
+		}
+		k.mem = buf[:n]
+	}
+	k.dirty = max(k.dirty, len(k.mem))
+	return true
+}
+
+// Alloc allocates a block of n bytes, zeroed; 0 when n is 0 or the memory
+// cap is reached.
+func (k *kernel) Alloc(n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	if k.free > 0 {
+		for i := range k.blocks {
+			b := &k.blocks[i]
+			if b.free && b.size >= n && b.size <= 2*n+64 {
+				b.free, b.n = false, n
+				k.free--
+				clear(k.mem[b.off : b.off+b.size])
+				return b.off
+			}
+		}
+	}
+	off := max(uint64(len(k.mem)+7)&^7, kernelBase)
+	size := (n + 7) &^ 7
+	if size < n || off+size < off || !k.grow(off+size) {
+		return 0
+	}
+	k.blocks = append(k.blocks, kblock{off: off, size: size, n: n})
+	return off
+}
+
+// find returns the index of the block starting at off, or -1.
+func (k *kernel) find(off uint64) int {
+	i := sort.Search(len(k.blocks), func(i int) bool { return k.blocks[i].off >= off })
+	if i < len(k.blocks) && k.blocks[i].off == off {
+		return i
+	}
+	return -1
+}
+
+// Length is the length of the live block starting at off, else 0.
+func (k *kernel) Length(off uint64) uint64 {
+	if i := k.find(off); i >= 0 && !k.blocks[i].free {
+		return k.blocks[i].n
+	}
+	return 0
+}
+
+// Free frees the live block starting at off; anything else is ignored.
+func (k *kernel) Free(off uint64) {
+	if i := k.find(off); i >= 0 && !k.blocks[i].free {
+		k.blocks[i].free = true
+		k.free++
+	}
+}
+
+// Reset frees every block and forgets the input, output and error.
+func (k *kernel) Reset() {
+	clear(k.mem)
+	k.mem = k.mem[:0]
+	k.blocks = k.blocks[:0]
+	k.free, k.last = 0, 0
+	k.input, k.inputLen, k.output, k.outputLen, k.errOff = 0, 0, 0, 0, 0
+}
+
+// Read returns a view of the n bytes at off.
+func (k *kernel) Read(off, n uint64) ([]byte, bool) {
+	end := off + n
+	if end < off || end > uint64(len(k.mem)) {
+		return nil, false
+	}
+	return k.mem[off:end:end], true
+}
+
+// Write copies b to off.
+func (k *kernel) Write(off uint64, b []byte) bool {
+	end := off + uint64(len(b))
+	if end < off || end > uint64(len(k.mem)) {
+		return false
+	}
+	copy(k.mem[off:end], b)
+	return true
+}
+
+// LoadU64 reads the 8 bytes at off.
+func (k *kernel) LoadU64(off uint64) (uint64, bool) {
+	if off > uint64(len(k.mem)) || uint64(len(k.mem))-off < 8 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(k.mem[off:]), true
+}
+
+// LoadU8 reads the byte at off.
+func (k *kernel) LoadU8(off uint64) (byte, bool) {
+	if off >= uint64(len(k.mem)) {
+		return 0, false
+	}
+	return k.mem[off], true
+}
+
+// inBlock reports whether [off, off+n) lies inside the used part of one live
+// block: where a guest may store.
+func (k *kernel) inBlock(off, n uint64) bool {
+	if off+n < off {
+		return false
+	}
+	if l := k.last; l < len(k.blocks) {
+		if b := &k.blocks[l]; !b.free && b.off <= off && off+n <= b.off+b.n {
+			return true
+		}
+	}
+	i := sort.Search(len(k.blocks), func(i int) bool { return k.blocks[i].off > off }) - 1
+	if i < 0 {
+		return false
+	}
+	if b := &k.blocks[i]; !b.free && off+n <= b.off+b.n {
+		k.last = i
+		return true
+	}
+	return false
+}
+
+// StoreU64 writes v at off, inside a live block.
+func (k *kernel) StoreU64(off, v uint64) bool {
+	if !k.inBlock(off, 8) {
+		return false
+	}
+	binary.LittleEndian.PutUint64(k.mem[off:], v)
+	return true
+}
+
+// StoreU8 writes v at off, inside a live block.
+func (k *kernel) StoreU8(off uint64, v byte) bool {
+	if !k.inBlock(off, 1) {
+		return false
+	}
+	k.mem[off] = v
+	return true
+}
+
+// block copies the block at off: its length if it is a live block, else
+// nothing (as go-sdk reads the error).
+func (k *kernel) block(off uint64) []byte {
+	n := k.Length(off)
+	if n == 0 {
+		return nil
+	}
+	b, _ := k.Read(off, n)
+	return append([]byte(nil), b...)
+}
