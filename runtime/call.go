@@ -448,10 +448,10 @@ type callState struct {
 	// errorSet: the guest called error_set. With settled, an error from
 	// go-sdk is the guest's own message (a reactor's _initialize settles
 	// too, before the export runs).
-	errorSet  bool
-	k         kernel   // the call's Extism kernel memory (kernel.go)
-	vars      varStore // Extism vars: this call's only
-	failure   error    // the first error the runtime ended the call with
+	errorSet bool
+	k        kernel   // the call's Extism kernel memory (kernel.go)
+	vars     varStore // Extism vars: this call's only
+	failure  error    // the first error the runtime ended the call with
 
 	logLines, logBytes, logDropped int
 }
