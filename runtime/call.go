@@ -28,6 +28,9 @@ type Module struct {
 	info     *Info
 	rt       wazero.Runtime // the skill's own: its host modules and memory cap
 	compiled wazero.CompiledModule
+	// inline: every host function linked is buddy's own, so calls run on
+	// the caller's goroutine (CallExport).
+	inline bool
 
 	ready     chan *instance // fresh, never-called instances
 	filling   atomic.Bool
@@ -100,10 +103,7 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		err error
 	}
 	done := make(chan outcome, 1)
-	// The call runs on a worker goroutine so that the caller gets its answer at
-	// the deadline even if a host function ignores the context; the worker
-	// finishes the job (and releases its slot) when that function returns.
-	m.r.submit(func() {
+	job := func(inline bool) {
 		defer release()
 		defer cancel()
 		inst, err := m.instance(ctx)
@@ -125,12 +125,26 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		}
 		rc, out, err := inst.call(ctx, st, fn, input)
 		done <- outcome{rc, out, err}
-		// Let the caller take its answer before this worker closes the
-		// instance (zeroing its memories: tens of µs). Without it the
-		// caller, woken onto this worker's processor, waited for the
-		// clean-up: half of an idle call's latency.
-		goruntime.Gosched()
-	})
+		if !inline {
+			// Let the caller take its answer before this worker closes
+			// the instance (zeroing its memory). Without it the caller,
+			// woken onto this worker's processor, waited for the clean-up.
+			goruntime.Gosched()
+		}
+	}
+	if m.inline {
+		// Every host function the module can reach is buddy's own, and each
+		// returns by the deadline (the guest itself is stopped at its next
+		// refuel or host call): the call runs on the caller's goroutine,
+		// without the two goroutine hand-offs a worker costs.
+		job(true)
+	} else {
+		// A host function buddy does not control (Options.ExtraHostFunctions)
+		// may ignore the context: the call runs on a worker goroutine so that
+		// the caller gets its answer at the deadline regardless; the worker
+		// finishes the job (and releases its slot) when that function returns.
+		m.r.submit(func() { job(false) })
+	}
 	m.refill()
 
 	var o outcome

@@ -618,6 +618,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		return nil, &ModuleError{Detail: "compiling " + name, Err: err}
 	}
 	mod.rt, mod.compiled = rt, cm
+	mod.inline = len(r.opts.ExtraHostFunctions) == 0
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
