@@ -430,8 +430,8 @@ func runABICases(t *testing.T, cases []abiCase) {
 			got := sdkCall(t, ref[c.file], c.fn, c.in)
 			if got.rc != c.sdk.rc || !bytes.Equal(got.out, c.sdk.out) || got.errMsg != c.sdk.errMsg ||
 				!slices.Equal(got.logs, c.sdk.logs) {
-				t.Fatalf("go-sdk (the reference) answered\n rc %d, error %q, logs %q, output %s\nwant\n rc %d, error %q, logs %q, output %s",
-					got.rc, got.errMsg, got.logs, shorten(got.out), c.sdk.rc, c.sdk.errMsg, c.sdk.logs, shorten(c.sdk.out))
+				t.Fatalf("go-sdk (the reference) answered\n rc %d, error %q, logs %q, output %s\nwant\n rc %d, error %q, logs %q, output %s\n%s",
+					got.rc, got.errMsg, got.logs, shorten(got.out), c.sdk.rc, c.sdk.errMsg, c.sdk.logs, shorten(c.sdk.out), firstDiff(got.out, c.sdk.out))
 			}
 
 			mu.Lock()
@@ -462,7 +462,7 @@ func runABICases(t *testing.T, cases []abiCase) {
 					t.Fatalf("buddy: %v (%T); want success with output %s", err, err, shorten(want.out))
 				}
 				if !bytes.Equal(res.Output, want.out) {
-					t.Fatalf("buddy output %s\nwant %s", shorten(res.Output), shorten(want.out))
+					t.Fatalf("buddy output %s\nwant %s\n%s", shorten(res.Output), shorten(want.out), firstDiff(res.Output, want.out))
 				}
 				return
 			}
@@ -490,4 +490,17 @@ func shorten(b []byte) string {
 		return fmt.Sprintf("%q… (%d bytes)", b[:200], len(b))
 	}
 	return strconv.Quote(string(b))
+}
+
+// firstDiff locates where two outputs part: the byte offset, and for a
+// transcript the u64 slot it falls in.
+func firstDiff(got, want []byte) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	if i == len(got) && i == len(want) {
+		return "outputs equal"
+	}
+	return fmt.Sprintf("first difference at byte %d (u64 slot %d, if a transcript of words); lengths %d and %d", i, i/8, len(got), len(want))
 }
