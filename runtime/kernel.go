@@ -75,8 +75,9 @@ func (k *kernel) release() {
 	k.mem, k.blocks = nil, nil
 }
 
-// Size is the kernel memory in use, in bytes (memory_bytes).
-func (k *kernel) Size() uint64 { return uint64(len(k.mem)) }
+// Size is the size of kernel memory, in bytes (memory_bytes): the memory cap,
+// which loads may read anywhere in.
+func (k *kernel) Size() uint64 { return k.limit }
 
 // grow makes mem at least n bytes long, within the limit.
 func (k *kernel) grow(n uint64) bool {
@@ -183,20 +184,32 @@ func (k *kernel) Write(off uint64, b []byte) bool {
 	return true
 }
 
-// LoadU64 reads the 8 bytes at off.
+// LoadU64 reads the 8 bytes at off. Kernel memory spans the whole memory
+// cap: past what blocks reach it reads as zeros (as the wasm kernel's
+// zeroed pages did), and past the cap a load traps.
 func (k *kernel) LoadU64(off uint64) (uint64, bool) {
-	if off > uint64(len(k.mem)) || uint64(len(k.mem))-off < 8 {
+	if off > k.limit || k.limit-off < 8 {
 		return 0, false
 	}
-	return binary.LittleEndian.Uint64(k.mem[off:]), true
+	if off+8 <= uint64(len(k.mem)) {
+		return binary.LittleEndian.Uint64(k.mem[off:]), true
+	}
+	var b [8]byte
+	if off < uint64(len(k.mem)) {
+		copy(b[:], k.mem[off:])
+	}
+	return binary.LittleEndian.Uint64(b[:]), true
 }
 
-// LoadU8 reads the byte at off.
+// LoadU8 reads the byte at off (zero past what blocks reach).
 func (k *kernel) LoadU8(off uint64) (byte, bool) {
-	if off >= uint64(len(k.mem)) {
+	if off >= k.limit {
 		return 0, false
 	}
-	return k.mem[off], true
+	if off < uint64(len(k.mem)) {
+		return k.mem[off], true
+	}
+	return 0, true
 }
 
 // inBlock reports whether [off, off+n) lies inside the used part of one live

@@ -178,20 +178,17 @@ func kernelABICases() []abiCase {
 		// block gone, no error, no output; a new block reads as zeros.
 		ok("reset", []byte("abcdefgh"), tr(0, 0, 1, 0, 0, 1, 8, 0)),
 		// memory_bytes != 0; a missing config key is 0 and the key block is
-		// left alone; get_log_level is 2, Extism's "info": the process-wide
-		// level runtime.New sets, which the reference shares.
+		// left alone; get_log_level is 2, Extism's "info": buddy's fixed
+		// level, set for the reference in runABICases.
 		ok("misc", nil, tr(1, 0, 11, 2)),
 		// log_info reaches the logger (buddy: runtime.Options.Log); log_debug
 		// is below the level and dropped; the log functions free both blocks.
 		{file: f, fn: "log", sdk: abiCall{out: tr(0, 0), logs: []string{"info kernel_abi log line"}}},
 		{file: f, fn: "vars",
-			// var_get of an absent var: 0 (go-sdk frees the key block);
-			// var_set: go-sdk frees the key and value blocks; the value comes
-			// back; var_set(k, 0) deletes. (The reference has MaxVarBytes > 0.)
-			sdk:   abiCall{out: tr(0, 0, 0, 0, 7, "value-1", 0)},
-			buddy: &buddyWant{out: tr(0, 1, 1, 7, 7, "value-1", 0)},
-			why: "buddy serves vars itself (vars.go, RATIONALE \"Extism vars, per call and bounded\") and never " +
-				"frees the guest's key and value blocks behind its back: their lengths stay 1 and 7 where go-sdk's are 0"},
+			// var_get of an absent var: 0, and the key block is freed;
+			// var_set frees the key and value blocks; the value comes back;
+			// var_set(k, 0) deletes. (The reference has MaxVarBytes > 0.)
+			sdk: abiCall{out: tr(0, 0, 0, 0, 7, "value-1", 0)}},
 	}
 	for _, n := range []int{0, 1, 7, 8, 9, 4097} {
 		in := patterned(n)
@@ -226,10 +223,9 @@ func kernelABICases() []abiCase {
 	)
 
 	// Stores. go-sdk's store_u8/store_u64 write anywhere in kernel memory;
-	// buddy confines them to live blocks the guest allocated in this call
-	// (blocks.go; RATIONALE "The Extism kernel is not a boundary — buddy makes
-	// it one"): otherwise a guest could rewrite the allocator's headers and
-	// hang the kernel's block walk.
+	// buddy's kernel (kernel.go) confines them to live blocks: its metadata
+	// is out of the guest's reach, but a store outside every block is a guest
+	// bug that would silently corrupt another block.
 	stored := []byte("stored")
 	trap := func(mode, why string) abiCase {
 		return abiCase{file: f, fn: "store_outside", label: mode, in: []byte(mode), sdk: abiCall{out: stored},
@@ -240,11 +236,10 @@ func kernelABICases() []abiCase {
 		trap("past", "one byte past the block: it may be the next block's header"),
 		trap("freed", "the block was freed: the kernel may reuse it, header included"),
 		trap("reset", "reset freed every block"),
-		trap("input", "the input block is the host's, not one the guest allocated; no known PDK writes to it "+
-			"(a PDK that edits its input in place would trap under buddy)"),
-		abiCase{file: f, fn: "store_outside", label: "earlier", in: []byte("earlier"), sdk: abiCall{out: stored},
-			knownBug: "outside every block the guest allocated",
-		},
+		// The input block is a live block: a PDK may edit its input in place.
+		abiCase{file: f, fn: "store_outside", label: "input", in: []byte("input"), sdk: abiCall{out: stored}},
+		// A block allocated before another stays writable to its last byte.
+		abiCase{file: f, fn: "store_outside", label: "earlier", in: []byte("earlier"), sdk: abiCall{out: stored}},
 	)
 	return cases
 }
@@ -366,6 +361,9 @@ func sdkCall(t *testing.T, cp *extism.CompiledPlugin, fn string, in []byte) abiC
 
 func runABICases(t *testing.T, cases []abiCase) {
 	ctx := t.Context()
+	// buddy's guests see the log level "info" (get_log_level 2; debug and
+	// trace lines dropped); go-sdk's is process-wide and off by default.
+	extism.SetLogLevel(extism.LogLevelInfo)
 	var mu sync.Mutex
 	var logs []string
 	rt := newRuntime(t, runtime.Options{Log: func(_ string, l runtime.Level, msg string) {

@@ -30,6 +30,7 @@ type varStore struct {
 func (st *callState) varGet(stack []uint64) {
 	st.kernelEntry()
 	name := st.readBlock("var_get", "name", stack[0])
+	st.k.Free(stack[0]) // as go-sdk: the key block is the host's to free
 	v, ok := st.vars.m[string(name)]
 	if !ok || len(v) == 0 {
 		stack[0] = 0 // absent (an empty value reads as absent, as in go-sdk)
@@ -51,6 +52,7 @@ func (st *callState) varGet(stack []uint64) {
 func (st *callState) varSet(stack []uint64) {
 	st.kernelEntry()
 	name := string(st.readBlock("var_set", "name", stack[0]))
+	st.k.Free(stack[0]) // as go-sdk: the key and value blocks are freed
 	old, had := st.vars.m[name]
 	if stack[1] == 0 { // Extism: a zero value offset deletes the var
 		if had {
@@ -60,6 +62,7 @@ func (st *callState) varSet(stack []uint64) {
 		return
 	}
 	v := st.readBlock("var_set", "value", stack[1])
+	st.k.Free(stack[1])
 	size := st.vars.bytes + len(name) + len(v)
 	if had {
 		size -= len(name) + len(old)

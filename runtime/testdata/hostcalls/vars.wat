@@ -8,8 +8,9 @@
 ;; delete     var_set("k", "v"); var_set("k", 0); output "0" if var_get("k")
 ;;            is then absent, else "1"
 ;; many       var_set of 2,000 distinct 8-byte names: too_large at the 1,025th
-;; get_oom    var_set("k", a 1 MiB - 2 byte block), fill kernel memory with
-;;            64 KiB blocks until alloc fails, then var_get("k"):
+;; get_oom    var_set("k", a 1 MiB - 2 byte block; the host frees it), take
+;;            that memory back with a block of the same size, fill kernel
+;;            memory with 64 KiB blocks until alloc fails, then var_get("k"):
 ;;            memory_limit from var_get (never a write at kernel offset 0)
 ;; bad_ptr    var_set(far, far): trap
 (module
@@ -85,6 +86,7 @@
 
   (func (export "get_oom") (result i32)
     (call $var_set (call $byte (i32.const 0x6b)) (call $alloc (i64.const 1048574)))
+    (drop (call $alloc (i64.const 1048574)))
     (loop $l (br_if $l (i64.ne (call $alloc (i64.const 65536)) (i64.const 0))))
     (drop (call $var_get (call $byte (i32.const 0x6b))))
     (i32.const 0))
