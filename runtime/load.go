@@ -75,7 +75,7 @@ var refusedKernel = map[string]bool{"http_request": true, "http_status_code": tr
 // wrappedKernel are the kernel imports the instrumenter moves to buddy:kernel,
 // where the runtime meters them, checks the deadline, caps allocations
 // (RUNTIME.md §2.3, §3.2) and keeps guest stores inside guest blocks
-// (blocks.go).
+// (kernel.go).
 var wrappedKernel = map[string]bool{"alloc": true, "free": true, "length": true, "length_unsafe": true,
 	"output_set": true, "store_u8": true, "store_u64": true, "reset": true,
 	// Plain forwards with a cached handle (go-sdk looks the export up, and
