@@ -283,9 +283,21 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("waiting for calls to end: %w", ctx.Err())
 	}
+	// Each connection sends what is queued, then closes; one that cannot
+	// within the write timeout (or ctx) is closed regardless.
+	var wg sync.WaitGroup
 	for _, c := range clients {
-		c.close(websocket.CloseGoingAway, "server shutting down")
+		wg.Go(func() {
+			flushed := make(chan struct{})
+			go func() { c.shutdown(); close(flushed) }()
+			select {
+			case <-flushed:
+			case <-ctx.Done():
+				c.close(websocket.CloseGoingAway, "server shutting down")
+			}
+		})
 	}
+	wg.Wait()
 	return err
 }
 

@@ -26,6 +26,8 @@ type client struct {
 	remote string
 	out    chan []byte
 	done   chan struct{}
+	flush  chan struct{} // closed by shutdown: send what is queued, then close
+	fonce  sync.Once
 	once   sync.Once
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -58,7 +60,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	cl := &client{
-		s: s, ws: ws, remote: r.RemoteAddr, out: make(chan []byte, s.opts.SendQueue), done: make(chan struct{}),
+		s: s, ws: ws, remote: r.RemoteAddr, out: make(chan []byte, s.opts.SendQueue), done: make(chan struct{}), flush: make(chan struct{}),
 		ctx: ctx, cancel: cancel, subs: map[string]struct{}{},
 	}
 	s.mu.Lock()
@@ -104,8 +106,20 @@ func (cl *client) abort() {
 	})
 }
 
+// sendError sends an error frame.
+//
+// Error frames answer the client's own frames, on its read goroutine: when
+// its queue is full the server waits for room (bounded by the write timeout,
+// which closes a connection that stopped reading) rather than dropping the
+// client. A client that floods the server with bad frames is slowed down
+// (it is not read meanwhile), not disconnected, as long as it reads its
+// answers; frames from other goroutines never wait (send).
 func (cl *client) sendError(kind errs.Kind, detail, convID string) {
-	cl.send(encode(errorFrame{Type: "error", Kind: string(kind), Detail: detail, ConversationID: convID}))
+	f := encode(errorFrame{Type: "error", Kind: string(kind), Detail: detail, ConversationID: convID})
+	select {
+	case cl.out <- f:
+	case <-cl.done:
+	}
 }
 
 // close ends the connection once, telling the peer why.
@@ -118,18 +132,47 @@ func (cl *client) close(code int, reason string) {
 	})
 }
 
+// shutdown closes the connection with 1001 once the frames already queued
+// are sent (each within the write timeout): a server that stops still
+// delivers the approval_resolved and tool_result frames its ending produced.
+// It returns when the connection is closed.
+func (cl *client) shutdown() {
+	cl.fonce.Do(func() { close(cl.flush) })
+	<-cl.done
+}
+
 // writeLoop drains the queue and pings.
 func (cl *client) writeLoop() {
 	ping := time.NewTicker(cl.s.opts.PingInterval)
 	defer ping.Stop()
+	write := func(f []byte) bool {
+		_ = cl.ws.SetWriteDeadline(time.Now().Add(cl.s.opts.WriteTimeout))
+		if err := cl.ws.WriteMessage(websocket.TextMessage, f); err != nil {
+			cl.close(websocket.CloseGoingAway, "write failed")
+			return false
+		}
+		return true
+	}
 	for {
 		select {
 		case <-cl.done:
 			return
+		case <-cl.flush:
+			for {
+				select {
+				case f := <-cl.out:
+					if !write(f) {
+						return
+					}
+					continue
+				default:
+				}
+				break
+			}
+			cl.close(websocket.CloseGoingAway, "server shutting down")
+			return
 		case f := <-cl.out:
-			_ = cl.ws.SetWriteDeadline(time.Now().Add(cl.s.opts.WriteTimeout))
-			if err := cl.ws.WriteMessage(websocket.TextMessage, f); err != nil {
-				cl.close(websocket.CloseGoingAway, "write failed")
+			if !write(f) {
 				return
 			}
 		case <-ping.C:
