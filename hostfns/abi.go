@@ -21,6 +21,15 @@ const (
 const (
 	// FnLog (level i32, msg i64) -> (): always linked; size- and rate-limited.
 	FnLog = "log"
+	// FnKernelRead (src i64, dst i32, n i32) -> (): copies n bytes of kernel
+	// memory at src into the guest's linear memory at dst, in one call (the
+	// Extism ABI moves 8 bytes per load_u64). Always linked; served by the
+	// runtime, which owns both memories.
+	FnKernelRead = "kernel_read"
+	// FnKernelWrite (dst i64, src i32, n i32) -> (): copies n bytes of the
+	// guest's linear memory at src into kernel memory at dst, which must lie
+	// inside one live block (as store_u64's). Always linked; served by the runtime.
+	FnKernelWrite = "kernel_write"
 	// FnFSRead (path i64) -> i64: payload = file bytes. Needs a read grant.
 	FnFSRead = "fs_read"
 	// FnFSWrite (path i64, data i64) -> i64: payload = u64 LE bytes written. Needs a write grant.

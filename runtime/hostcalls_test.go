@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,5 +223,50 @@ func TestHostcallsFixturesUpToDate(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("testdata/hostcalls/%s is stale: run wat2wasm %s -o testdata/hostcalls/%s", name, filepath.Base(src), name)
 		}
+	}
+}
+
+// TestGuestCopy: buddy:host/v1.kernel_read and kernel_write copy between the
+// kernel and the guest's own memory, and refuse every range outside either
+// (kernel_write, like store_u64, only inside a live block).
+func TestGuestCopy(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{Prepared: -1})
+	patterned := make([]byte, 60<<10)
+	for i := range patterned {
+		patterned[i] = byte(i*7 + i>>8)
+	}
+	cases := []struct {
+		entry string
+		input []byte
+		want  []byte // output on success
+		msg   string // trap message otherwise
+	}{
+		{"run", []byte("hello, kernel"), []byte("hello, kernel"), ""},
+		{"run", []byte{}, []byte{}, ""},
+		{"run", patterned, patterned, ""},
+		{"read_kernel_oob", nil, nil, "outside kernel memory"},
+		{"read_guest_oob", []byte("0123456789abcdef"), nil, "outside the guest's memory"},
+		{"write_guest_oob", nil, nil, "outside the guest's memory"},
+		{"write_past_block", nil, nil, "outside every block"},
+		{"write_freed", nil, nil, "outside every block"},
+		{"zero", nil, []byte{}, ""},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d", c.entry, len(c.input)), func(t *testing.T) {
+			mod := load(t, rt, "hostcalls/guest_copy.wasm", manifest(c.entry, nil), nil)
+			res, err := mod.Call(t.Context(), c.input)
+			if c.msg != "" {
+				if !errors.Is(err, runtime.ErrTrap) || !strings.Contains(err.Error(), c.msg) {
+					t.Fatalf("err = %v, want a trap mentioning %q", err, c.msg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(res.Output, c.want) {
+				t.Fatalf("output %d bytes, want %d (equal: %v)", len(res.Output), len(c.want), bytes.Equal(res.Output, c.want))
+			}
+		})
 	}
 }

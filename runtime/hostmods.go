@@ -239,6 +239,36 @@ func (m *Module) kernelFunctions() []hostFunc {
 			stack[0] = api.EncodeI32(int32(LevelInfo))
 		}),
 	}
+	// Bulk copies between the kernel and the guest's own memory
+	// (buddy:host/v1, always linked): what the Extism ABI does 8 bytes per
+	// host call, in one. Charged as a kernel call plus one unit per 64 bytes.
+	out = append(out,
+		fn(hostfns.Namespace, hostfns.FnKernelRead, func(ctx context.Context, mod api.Module, stack []uint64) {
+			st := stateFrom(ctx)
+			src, dst, n := stack[0], api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+			st.kernelCopy(n)
+			b, ok := st.k.Read(src, uint64(n))
+			if !ok {
+				trap("kernel_read: kernel range %#x+%d is outside kernel memory", src, n)
+			}
+			if !guestMemory(mod).Write(dst, b) {
+				trap("kernel_read: guest range %#x+%d is outside the guest's memory", dst, n)
+			}
+		}, guestCopySig.params, guestCopySig.results),
+		fn(hostfns.Namespace, hostfns.FnKernelWrite, func(ctx context.Context, mod api.Module, stack []uint64) {
+			st := stateFrom(ctx)
+			dst, src, n := stack[0], api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+			st.kernelCopy(n)
+			b, ok := guestMemory(mod).Read(src, n)
+			if !ok {
+				trap("kernel_write: guest range %#x+%d is outside the guest's memory", src, n)
+			}
+			if n > 0 && !st.k.inBlock(dst, uint64(n)) {
+				trap("kernel_write at %#x+%d: outside every block (a store must fall inside a live kernel block)", dst, n)
+			}
+			copy(st.k.mem[dst:], b)
+		}, guestCopySig.params, guestCopySig.results),
+	)
 	for name, level := range map[string]Level{"log_trace": LevelTrace, "log_debug": LevelDebug,
 		"log_info": LevelInfo, "log_warn": LevelWarn, "log_error": LevelError} {
 		out = append(out, k(name, func(st *callState, stack []uint64) {
@@ -254,6 +284,24 @@ func (m *Module) kernelFunctions() []hostFunc {
 		}))
 	}
 	return out
+}
+
+// guestCopySig is the signature of kernel_read and kernel_write.
+var guestCopySig = sig{[]api.ValueType{i64, i32, i32}, nil}
+
+// guestMemory is the calling module's memory; a module without one has
+// nothing to copy to or from.
+func guestMemory(mod api.Module) api.Memory {
+	if mem := mod.Memory(); mem != nil {
+		return mem
+	}
+	panic(&TrapError{Reason: "kernel_read/kernel_write: the module has no memory"})
+}
+
+// kernelCopy is the start of kernel_read and kernel_write.
+func (st *callState) kernelCopy(n uint32) {
+	st.checkDeadline()
+	st.Charge(kernelLightCost + int64(n>>ioByteShift))
 }
 
 // kernelEntry is the start of the kernel calls that walk or change blocks:

@@ -91,6 +91,8 @@ var wrappedKernel = map[string]bool{"alloc": true, "free": true, "length": true,
 // capabilityOf names the manifest capability each buddy host function needs.
 var capabilityOf = map[string]string{
 	hostfns.FnLog:         "",
+	hostfns.FnKernelRead:  "",
+	hostfns.FnKernelWrite: "",
 	hostfns.FnFSRead:      "files_read",
 	hostfns.FnFSWrite:     "files_write",
 	hostfns.FnHTTPGet:     "network",
@@ -575,6 +577,9 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 	funcs := slices.Clone(host.Functions())
 	funcs = append(funcs, r.opts.ExtraHostFunctions...)
 	provided := func(ns, fn string) (sig, bool) {
+		if ns == hostfns.Namespace && (fn == hostfns.FnKernelRead || fn == hostfns.FnKernelWrite) {
+			return guestCopySig, true // served by the runtime (hostmods.go)
+		}
 		for _, f := range funcs {
 			if f.Namespace == ns && f.Name == fn {
 				return sig{f.Params, f.Results}, true
