@@ -2,11 +2,7 @@
 // directory the operator granted: {path} → {content}.
 package main
 
-import (
-	"unicode/utf8"
-
-	"github.com/buddy-run/buddy/skillkit"
-)
+import "github.com/buddy-run/buddy/skillkit"
 
 type input struct {
 	Path string `json:"path"`
@@ -22,14 +18,14 @@ func run() int32 {
 		if err != nil {
 			return nil, err
 		}
-		if !utf8.Valid(data) {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "%s is not UTF-8 text (%d bytes)", in.Path, len(data))
-		}
 		// {"content": "..."} written directly: encoding/json would copy the
-		// content several times (and slowly, through reflection).
+		// content several times (and slowly, through reflection). Text checks
+		// the UTF-8 as it escapes.
 		var o skillkit.Object
 		o.Grow(len(data) + len(data)/8 + 16)
-		o.Bytes("content", data)
+		if !o.Text("content", data) {
+			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "%s is not UTF-8 text (%d bytes)", in.Path, len(data))
+		}
 		return o.JSON(), nil
 	})
 }
