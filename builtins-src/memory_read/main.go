@@ -12,6 +12,11 @@ type input struct {
 	Key string `json:"key"`
 }
 
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("key", &in.Key)}
+}
+
 type output struct {
 	Key   string `json:"key"`
 	Found bool   `json:"found"`

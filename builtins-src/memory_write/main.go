@@ -9,6 +9,11 @@ type input struct {
 	Value *string `json:"value"`
 }
 
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("key", &in.Key), skillkit.StringPtrField("value", &in.Value)}
+}
+
 type output struct {
 	Key   string `json:"key"`
 	Bytes int    `json:"bytes"`

@@ -10,6 +10,11 @@ type input struct {
 	Content *string `json:"content"`
 }
 
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("path", &in.Path), skillkit.StringPtrField("content", &in.Content)}
+}
+
 type output struct {
 	BytesWritten int `json:"bytes_written"`
 }
