@@ -171,18 +171,28 @@ func appendJSONString(dst []byte, s string) ([]byte, bool) {
 			dst = grow(dst, 6*(end-i)+8)
 			n := len(dst)
 			out := dst[:cap(dst)]
+			// ASCII bytes are written through a pointer: the room is there
+			// (grow), and TinyGo would check the bounds of each store.
+			o := unsafe.Pointer(unsafe.SliceData(out))
 			for i < end {
-				c := s[i]
+				c := *(*byte)(unsafe.Add(p, i))
 				if c < utf8.RuneSelf {
+					q := unsafe.Add(o, n)
 					switch e := asciiEscapes[c]; e {
 					case 0:
-						out[n] = c
+						*(*byte)(q) = c
 						n++
 					case 'u':
-						out[n], out[n+1], out[n+2], out[n+3], out[n+4], out[n+5] = '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf]
+						*(*byte)(q) = '\\'
+						*(*byte)(unsafe.Add(q, 1)) = 'u'
+						*(*byte)(unsafe.Add(q, 2)) = '0'
+						*(*byte)(unsafe.Add(q, 3)) = '0'
+						*(*byte)(unsafe.Add(q, 4)) = hexDigits[c>>4]
+						*(*byte)(unsafe.Add(q, 5)) = hexDigits[c&0xf]
 						n += 6
 					default:
-						out[n], out[n+1] = '\\', e
+						*(*byte)(q) = '\\'
+						*(*byte)(unsafe.Add(q, 1)) = e
 						n += 2
 					}
 					i++
