@@ -295,7 +295,10 @@ func (d *decoder) string() (string, bool) {
 	}
 	data := d.data
 	i, run := d.i, d.i
-	var buf []byte // nil until the first escape
+	// buf is nil until the first escape, then has room for the rest of data:
+	// unescaping only shortens, so buf[n] never goes past it.
+	var buf []byte
+	n := 0
 	for {
 		i = stringPrefix(data, i)
 		if i >= len(data) {
@@ -307,29 +310,29 @@ func (d *decoder) string() (string, bool) {
 			if buf == nil {
 				return unsafe.String(unsafe.SliceData(data[run:]), i-run), true
 			}
-			buf = append(buf, data[run:i]...)
-			return unsafe.String(unsafe.SliceData(buf), len(buf)), true
+			n += copy(buf[n:], data[run:i])
+			return unsafe.String(unsafe.SliceData(buf), n), true
 		case c == '\\':
 			if buf == nil {
-				buf = make([]byte, 0, i-run+64)
+				buf = make([]byte, len(data)-run)
 			}
-			buf = append(buf, data[run:i]...)
+			n += copy(buf[n:], data[run:i])
 			if i+1 >= len(data) {
 				return "", false
 			}
-			switch e := data[i+1]; e {
+			e := data[i+1]
+			switch e {
 			case '"', '\\', '/':
-				buf = append(buf, e)
 			case 'b':
-				buf = append(buf, '\b')
+				e = '\b'
 			case 'f':
-				buf = append(buf, '\f')
+				e = '\f'
 			case 'n':
-				buf = append(buf, '\n')
+				e = '\n'
 			case 'r':
-				buf = append(buf, '\r')
+				e = '\r'
 			case 't':
-				buf = append(buf, '\t')
+				e = '\t'
 			case 'u':
 				r, ok := hex4(data, i+2)
 				if !ok {
@@ -347,11 +350,15 @@ func (d *decoder) string() (string, bool) {
 					r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
 					i += 6
 				}
-				buf = utf8.AppendRune(buf, r)
-				i += 4
+				n += utf8.EncodeRune(buf[n:], r)
+				i += 6
+				run = i
+				continue
 			default:
 				return "", false
 			}
+			buf[n] = e
+			n++
 			i += 2
 			run = i
 		case c < 0x20:
