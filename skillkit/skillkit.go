@@ -112,10 +112,16 @@ func decode(fn string, block []byte) ([]byte, error) {
 func Input() []byte { return hostInput() }
 
 // InputJSON decodes the input into v; bad JSON is an ErrInvalidInput error.
-func InputJSON(v any) error {
-	in := hostInput()
+// An empty input is {}. A v that implements Fielder is decoded without
+// reflection when the input is plain enough, with the same result.
+func InputJSON(v any) error { return decodeInput(hostInput(), v) }
+
+func decodeInput(in []byte, v any) error {
 	if len(in) == 0 {
 		in = []byte("{}")
+	}
+	if f, ok := v.(Fielder); ok && decodeFields(in, f.JSONFields()) {
+		return nil
 	}
 	if err := json.Unmarshal(in, v); err != nil {
 		return &Error{Kind: KindInvalidInput, Message: "input is not valid JSON: " + err.Error()}
@@ -154,9 +160,10 @@ func Run(fn func(input []byte) ([]byte, error)) int32 {
 	return 0
 }
 
-// Handle decodes the JSON input into In, runs fn, and encodes its result as
-// the JSON output (a RawJSON result is written as it is); errors are reported
-// with their kind.
+// Handle decodes the JSON input into In (as InputJSON does: see Fielder for
+// decoding without reflection), runs fn, and encodes its result as the JSON
+// output (a RawJSON result is written as it is); errors are reported with
+// their kind.
 func Handle[In any](fn func(In) (any, error)) int32 {
 	var in In
 	if err := InputJSON(&in); err != nil {
@@ -235,7 +242,11 @@ func HTTPGet(url string) (*Response, error) {
 	}
 	r := &Response{Status: status, Headers: map[string]string{}, Body: out[6+n:]}
 	if n > 0 {
-		if err := json.Unmarshal(out[6:6+n], &r.Headers); err != nil {
+		// buddy's headers are a flat object of strings: decoded without
+		// reflection unless something in them needs encoding/json.
+		if h, ok := decodeStringMap(out[6 : 6+n]); ok {
+			r.Headers = h
+		} else if err := json.Unmarshal(out[6:6+n], &r.Headers); err != nil {
 			return nil, &Error{Kind: KindInternal, Message: "http_get: malformed headers"}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -226,5 +227,32 @@ func TestObjectAndRawJSON(t *testing.T) {
 	Handle(func(struct{}) (any, error) { return RawJSON(`{"raw":true}`), nil })
 	if string(h.Output) != `{"raw":true}` {
 		t.Errorf("RawJSON output %q", h.Output)
+	}
+}
+
+func TestHandleDecodesFieldersAsEncodingJSONDoes(t *testing.T) {
+	for _, in := range []string{``, `{"s":"x","n":3}`, `{"S":"case","b":true}`, `{"s":1}`, `{"s":"a","s":null}`, `[`} {
+		h := fake(t, in, nil)
+		var got fieldsInput
+		code := Handle(func(v fieldsInput) (any, error) { got = v; return RawJSON(`{}`), nil })
+		var std fieldsInput // encoding/json ignores JSONFields
+		src := in
+		if src == "" {
+			src = "{}"
+		}
+		stdErr := json.Unmarshal([]byte(src), &std)
+		if (code != 0) != (stdErr != nil) {
+			t.Errorf("Handle(%q) = %d (%q), encoding/json %v", in, code, h.Error, stdErr)
+			continue
+		}
+		if stdErr != nil {
+			if want := "invalid_input: input is not valid JSON: " + stdErr.Error(); h.Error != want {
+				t.Errorf("Handle(%q) error %q, want %q", in, h.Error, want)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, std) {
+			t.Errorf("Handle(%q) decoded %+v, encoding/json %+v", in, got, std)
+		}
 	}
 }

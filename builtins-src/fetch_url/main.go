@@ -8,6 +8,11 @@ type input struct {
 	URL string `json:"url"`
 }
 
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("url", &in.URL)}
+}
+
 //go:wasmexport run
 func run() int32 {
 	return skillkit.Handle(func(in input) (any, error) {

@@ -12,10 +12,23 @@ type input struct {
 	Key string `json:"key"`
 }
 
-type output struct {
-	Key   string `json:"key"`
-	Found bool   `json:"found"`
-	Value string `json:"value,omitempty"`
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("key", &in.Key)}
+}
+
+// output writes {key, found, value?} as encoding/json wrote the struct it
+// replaced (Key string, Found bool, Value string `json:"value,omitempty"`),
+// without reflection.
+func output(key string, found bool, value []byte) skillkit.RawJSON {
+	var o skillkit.Object
+	o.Grow(len(key) + len(value) + len(value)/8 + 40)
+	o.String("key", key)
+	o.Bool("found", found)
+	if len(value) > 0 {
+		o.Bytes("value", value)
+	}
+	return o.JSON()
 }
 
 //go:wasmexport run
@@ -26,12 +39,12 @@ func run() int32 {
 		}
 		v, err := skillkit.KVGet(in.Key)
 		if errors.Is(err, skillkit.ErrNotFound) {
-			return output{Key: in.Key}, nil
+			return output(in.Key, false, nil), nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		return output{Key: in.Key, Found: true, Value: string(v)}, nil
+		return output(in.Key, true, v), nil
 	})
 }
 

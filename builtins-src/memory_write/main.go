@@ -2,16 +2,20 @@
 // key in the assistant's key-value memory: {key, value} → {key, bytes}.
 package main
 
-import "github.com/buddy-run/buddy/skillkit"
+import (
+	"unsafe"
+
+	"github.com/buddy-run/buddy/skillkit"
+)
 
 type input struct {
 	Key   string  `json:"key"`
 	Value *string `json:"value"`
 }
 
-type output struct {
-	Key   string `json:"key"`
-	Bytes int    `json:"bytes"`
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("key", &in.Key), skillkit.StringPtrField("value", &in.Value)}
 }
 
 //go:wasmexport run
@@ -23,10 +27,16 @@ func run() int32 {
 		if in.Value == nil {
 			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "value is required")
 		}
-		if err := skillkit.KVSet(in.Key, []byte(*in.Value)); err != nil {
+		// The value's bytes are only read: no copy of them.
+		value := unsafe.Slice(unsafe.StringData(*in.Value), len(*in.Value))
+		if err := skillkit.KVSet(in.Key, value); err != nil {
 			return nil, err
 		}
-		return output{Key: in.Key, Bytes: len(*in.Value)}, nil
+		// {key, bytes}, as encoding/json wrote it, without reflection.
+		var o skillkit.Object
+		o.String("key", in.Key)
+		o.Int("bytes", int64(len(value)))
+		return o.JSON(), nil
 	})
 }
 

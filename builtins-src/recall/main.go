@@ -9,6 +9,11 @@ type input struct {
 	Limit int    `json:"limit"`
 }
 
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("query", &in.Query), skillkit.IntField("limit", &in.Limit)}
+}
+
 type output struct {
 	Memories []skillkit.Memory `json:"memories"`
 }

@@ -3,15 +3,20 @@
 // {path, content} → {bytes_written}.
 package main
 
-import "github.com/buddy-run/buddy/skillkit"
+import (
+	"unsafe"
+
+	"github.com/buddy-run/buddy/skillkit"
+)
 
 type input struct {
 	Path    string  `json:"path"`
 	Content *string `json:"content"`
 }
 
-type output struct {
-	BytesWritten int `json:"bytes_written"`
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("path", &in.Path), skillkit.StringPtrField("content", &in.Content)}
 }
 
 //go:wasmexport run
@@ -23,11 +28,16 @@ func run() int32 {
 		if in.Content == nil {
 			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "content is required")
 		}
-		n, err := skillkit.WriteFile(in.Path, []byte(*in.Content))
+		// The content's bytes are only read: no copy of them.
+		content := unsafe.Slice(unsafe.StringData(*in.Content), len(*in.Content))
+		n, err := skillkit.WriteFile(in.Path, content)
 		if err != nil {
 			return nil, err
 		}
-		return output{BytesWritten: n}, nil
+		// {bytes_written}, as encoding/json wrote it, without reflection.
+		var o skillkit.Object
+		o.Int("bytes_written", int64(n))
+		return o.JSON(), nil
 	})
 }
 
