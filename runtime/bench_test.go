@@ -277,8 +277,10 @@ func BenchmarkCallLatency(b *testing.B) {
 		}
 		defer cp.Close(ctx)
 		f := newFloor(b, ctx)
+		rf, rfInput := loadReadFile(b, rt)
 		mod.refill()
-		var floor, buddy, naive []time.Duration
+		rf.refill()
+		var floor, buddy, naive, readFile []time.Duration
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
@@ -312,13 +314,27 @@ func BenchmarkCallLatency(b *testing.B) {
 			if err != nil || !bytes.Equal(out, input) {
 				b.Fatal(err)
 			}
+
+			// The read_file built-in reading 4 KiB, under the same
+			// discipline as the echo call.
+			waitReady(rf)
+			start = time.Now()
+			res, err = rf.Call(ctx, rfInput)
+			readFile = append(readFile, time.Since(start))
+			if err != nil || len(res.Output) < 4096 {
+				b.Fatal(err)
+			}
+			rf.calls.Wait()
+			waitReady(rf)
 		}
-		fl, bu, na := median(floor), median(buddy), median(naive)
+		fl, bu, na, rd := median(floor), median(buddy), median(naive), median(readFile)
 		b.ReportMetric(float64(fl.Nanoseconds())/1e3, "floor-µs")
 		b.ReportMetric(float64(bu.Nanoseconds())/1e3, "buddy-µs")
 		b.ReportMetric(float64(na.Nanoseconds())/1e3, "naive-µs")
 		b.ReportMetric(float64(bu)/float64(fl), "buddy/floor")
 		b.ReportMetric(float64(na)/float64(bu), "naive/buddy")
+		b.ReportMetric(float64(rd.Nanoseconds())/1e3, "readfile-µs")
+		b.ReportMetric(float64(rd)/float64(bu), "readfile/echo")
 	})
 	b.Run("native", func(b *testing.B) {
 		b.ReportAllocs()
@@ -386,6 +402,38 @@ func median(d []time.Duration) time.Duration {
 }
 
 // waitReady waits until the module's prepared instances are all there.
+// loadReadFile loads the read_file built-in (builtins-wasm/) with a read
+// grant on a directory holding a 4 KiB file, and returns it with the input
+// that reads that file.
+func loadReadFile(b *testing.B, rt *Runtime) (*Module, []byte) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), bytes.Repeat([]byte("0123456789abcdef"), 256), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	wasm, err := os.ReadFile(filepath.Join("..", "builtins-wasm", "read_file.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	toml, err := os.ReadFile(filepath.Join("..", "builtins-wasm", "read_file.skill.toml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	man, err := ParseManifest(toml)
+	if err != nil {
+		b.Fatal(err)
+	}
+	host, err := hostfns.Link(hostfns.Grants{Read: []string{dir}}, hostfns.Deps{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { host.Close() })
+	mod, err := rt.Load(context.Background(), wasm, Spec{Manifest: man, Host: host})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return mod, []byte(`{"path":"f.txt"}`)
+}
+
 func waitReady(m *Module) {
 	deadline := time.Now().Add(10 * time.Second)
 	for len(m.ready) < cap(m.ready) && time.Now().Before(deadline) {

@@ -43,40 +43,25 @@ func hostRememberRaw(req uint64) uint64
 //go:wasmimport buddy:host/v1 memory_recall
 func hostRecallRaw(req uint64) uint64
 
-func hostSetError(msg string) { pdk.SetErrorString(msg) }
+func hostSetError(msg string) { kernelErrorSet(storeBlock([]byte(msg))) }
 
-// The Extism kernel functions that move bytes, imported as go-pdk imports
-// them (the same module, names and signatures). skillkit's own loops over
-// them below do what go-pdk's Input, Output, AllocateBytes and ReadBytes do,
-// in about half the wasm instructions per 8 bytes: they are the guest's
-// per-byte cost on every call's input, output and host results.
+// The Extism kernel functions skillkit uses, imported as go-pdk imports them
+// (the same module, names and signatures), and buddy's bulk copies between
+// kernel memory and the guest's own (docs/HOST_ABI.md): an input, an output,
+// an argument or a host result crosses in one host call, where the Extism
+// ABI's load_u64/store_u64 take one per 8 bytes.
 
 //go:wasmimport extism:host/env input_length
 func kernelInputLength() uint64
 
-//go:wasmimport extism:host/env input_load_u64
-func kernelInputLoadU64(off uint64) uint64
-
-//go:wasmimport extism:host/env input_load_u8
-func kernelInputLoadU8(off uint64) uint32
+//go:wasmimport extism:host/env input_offset
+func kernelInputOffset() uint64
 
 //go:wasmimport extism:host/env length
 func kernelLength(off uint64) uint64
 
-//go:wasmimport extism:host/env load_u64
-func kernelLoadU64(off uint64) uint64
-
-//go:wasmimport extism:host/env load_u8
-func kernelLoadU8(off uint64) uint32
-
 //go:wasmimport extism:host/env alloc
 func kernelAlloc(n uint64) uint64
-
-//go:wasmimport extism:host/env store_u64
-func kernelStoreU64(off uint64, v uint64)
-
-//go:wasmimport extism:host/env store_u8
-func kernelStoreU8(off uint64, v uint32)
 
 //go:wasmimport extism:host/env free
 func kernelFree(off uint64)
@@ -84,37 +69,39 @@ func kernelFree(off uint64)
 //go:wasmimport extism:host/env output_set
 func kernelOutputSet(off, n uint64)
 
-// hostInput reads the call's input: 8 bytes per input_load_u64.
+//go:wasmimport extism:host/env error_set
+func kernelErrorSet(off uint64)
+
+//go:wasmimport buddy:host/v1 kernel_read
+func kernelRead(src uint64, dst, n uint32)
+
+//go:wasmimport buddy:host/v1 kernel_write
+func kernelWrite(dst uint64, src, n uint32)
+
+// addr is the address of b's first byte in the guest's linear memory.
+func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+// hostInput reads the call's input.
 func hostInput() []byte {
-	n := int(kernelInputLength())
+	n := kernelInputLength()
 	buf := make([]byte, n)
-	p := unsafe.Pointer(unsafe.SliceData(buf))
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		*(*uint64)(unsafe.Add(p, i)) = kernelInputLoadU64(uint64(i)) // wasm is little-endian, as the kernel
-	}
-	for ; i < n; i++ {
-		buf[i] = byte(kernelInputLoadU8(uint64(i)))
+	if n > 0 {
+		kernelRead(kernelInputOffset(), addr(buf), uint32(n))
 	}
 	return buf
 }
 
-// hostOutput sets the call's output: a kernel block written 8 bytes per
-// store_u64.
+// hostOutput sets the call's output.
 func hostOutput(b []byte) {
 	kernelOutputSet(storeBlock(b), uint64(len(b)))
 }
 
-// storeBlock copies b into a new kernel block and returns its offset.
+// storeBlock copies b into a new kernel block and returns its offset (0 for
+// an empty b, as the kernel's alloc(0)).
 func storeBlock(b []byte) uint64 {
 	off := kernelAlloc(uint64(len(b)))
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	n, i := len(b), 0
-	for ; i+8 <= n; i += 8 {
-		kernelStoreU64(off+uint64(i), *(*uint64)(unsafe.Add(p, i)))
-	}
-	for ; i < n; i++ {
-		kernelStoreU8(off+uint64(i), uint32(b[i]))
+	if len(b) > 0 {
+		kernelWrite(off, addr(b), uint32(len(b)))
 	}
 	return off
 }
@@ -124,23 +111,18 @@ func loadBlock(off uint64) []byte {
 	if off == 0 {
 		return nil
 	}
-	n := int(kernelLength(off))
+	n := kernelLength(off)
 	buf := make([]byte, n)
-	p := unsafe.Pointer(unsafe.SliceData(buf))
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		*(*uint64)(unsafe.Add(p, i)) = kernelLoadU64(off + uint64(i))
-	}
-	for ; i < n; i++ {
-		buf[i] = byte(kernelLoadU8(off + uint64(i)))
+	if n > 0 {
+		kernelRead(off, addr(buf), uint32(n))
 	}
 	return buf
 }
 
 func hostLog(level int32, msg string) {
-	m := pdk.AllocateString(msg)
-	hostLogRaw(level, m.Offset())
-	m.Free()
+	m := storeBlock([]byte(msg))
+	hostLogRaw(level, m)
+	kernelFree(m)
 }
 
 // Arguments go to the host as kernel blocks; the host answers with the
