@@ -83,6 +83,14 @@ func (m *Module) kernelFunctions() []hostFunc {
 			body(stateFrom(ctx), stack)
 		}, s.params, s.results)
 	}
+	// get serves a kernel function that answers one of the kernel's offsets
+	// or lengths.
+	get := func(name string, v func(*kernel) uint64) hostFunc {
+		return k(name, func(st *callState, stack []uint64) {
+			st.kernelLight()
+			stack[0] = v(&st.k)
+		})
+	}
 	allocCap := uint64(m.manifest.Resources.MemoryMB) << 20
 	maxOut := uint64(m.r.opts.MaxOutputBytes)
 	trap := func(format string, args ...any) { panic(&TrapError{Reason: fmt.Sprintf(format, args...)}) }
@@ -182,14 +190,8 @@ func (m *Module) kernelFunctions() []hostFunc {
 			st.kernelLight()
 			st.k.input, st.k.inputLen = stack[0], stack[1]
 		}),
-		k("input_length", func(st *callState, stack []uint64) {
-			st.kernelLight()
-			stack[0] = st.k.inputLen
-		}),
-		k("input_offset", func(st *callState, stack []uint64) {
-			st.kernelLight()
-			stack[0] = st.k.input
-		}),
+		get("input_length", func(k *kernel) uint64 { return k.inputLen }),
+		get("input_offset", func(k *kernel) uint64 { return k.input }),
 		k("output_set", func(st *callState, stack []uint64) {
 			st.kernelEntry()
 			off, n := stack[0], stack[1]
@@ -201,23 +203,14 @@ func (m *Module) kernelFunctions() []hostFunc {
 			}
 			st.k.output, st.k.outputLen = off, n
 		}),
-		k("output_length", func(st *callState, stack []uint64) {
-			st.kernelLight()
-			stack[0] = st.k.outputLen
-		}),
-		k("output_offset", func(st *callState, stack []uint64) {
-			st.kernelLight()
-			stack[0] = st.k.output
-		}),
+		get("output_length", func(k *kernel) uint64 { return k.outputLen }),
+		get("output_offset", func(k *kernel) uint64 { return k.output }),
 		k("error_set", func(st *callState, stack []uint64) {
 			st.kernelLight()
 			st.errorSet = true
 			st.k.errOff = stack[0]
 		}),
-		k("error_get", func(st *callState, stack []uint64) {
-			st.kernelLight()
-			stack[0] = st.k.errOff
-		}),
+		get("error_get", func(k *kernel) uint64 { return k.errOff }),
 		k("memory_bytes", func(st *callState, stack []uint64) {
 			st.kernelLight()
 			stack[0] = st.k.Size()
