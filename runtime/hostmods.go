@@ -256,10 +256,13 @@ func (m *Module) kernelFunctions() []hostFunc {
 			if !ok {
 				trap("kernel_write: guest range %#x+%d is outside the guest's memory", src, n)
 			}
-			if n > 0 && !st.k.inBlock(dst, uint64(n)) {
+			if n == 0 {
+				return
+			}
+			if !st.k.inBlock(dst, uint64(n)) {
 				trap("kernel_write at %#x+%d: outside every block (a store must fall inside a live kernel block)", dst, n)
 			}
-			copy(st.k.mem[dst:], b)
+			copy(st.k.mem[dst:dst+uint64(n)], b)
 		}, guestCopySig.params, guestCopySig.results),
 	)
 	for name, level := range map[string]Level{"log_trace": LevelTrace, "log_debug": LevelDebug,
