@@ -240,6 +240,9 @@ func (m *Module) kernelFunctions() []hostFunc {
 			st := stateFrom(ctx)
 			src, dst, n := stack[0], api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
 			st.kernelCopy(n)
+			if n == 0 {
+				return
+			}
 			b, ok := st.k.Read(src, uint64(n))
 			if !ok {
 				trap("kernel_read: kernel range %#x+%d is outside kernel memory", src, n)

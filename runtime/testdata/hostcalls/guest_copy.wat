@@ -9,7 +9,8 @@
 ;; write_past_block    kernel_write(block+4, 0, 8) into an 8-byte block: trap "outside every block"
 ;; write_freed         kernel_write into a freed block: trap "outside every block"
 ;; zero                kernel_read and kernel_write of 0 bytes at offset 0, and
-;;                     kernel_write of 0 bytes far outside kernel memory: success, output ""
+;;                     kernel_read/kernel_write of 0 bytes far outside either memory:
+;;                     success, output "" (a copy of nothing is a no-op)
 (module
   (import "extism:host/env" "input_length" (func $input_length (result i64)))
   (import "extism:host/env" "input_offset" (func $input_offset (result i64)))
@@ -56,6 +57,7 @@
     (call $kread (i64.const 0) (i32.const 0) (i32.const 0))
     (call $kwrite (i64.const 0) (i32.const 0) (i32.const 0))
     (call $kwrite (i64.const 0xFFFFFFFFFFFF) (i32.const 0) (i32.const 0))
+    (call $kread (i64.const 0xFFFFFFFFFFFF) (i32.const 0xFFFFFFF0) (i32.const 0))
     (call $output_set (i64.const 0) (i64.const 0))
     (i32.const 0))
 )
