@@ -1,0 +1,164 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+// kernelModel is the reference the Go kernel is checked against: live
+// blocks with their contents, nothing else.
+type kernelModel struct {
+	live map[uint64][]byte // offset → contents
+}
+
+// FuzzKernel drives the Go kernel with arbitrary sequences of the operations
+// a guest can ask for and checks, after each, what the Extism ABI promises:
+// allocations are non-zero, 8-aligned, within the cap and never overlap a
+// live block; a block reads back what was stored in it; length answers only
+// for live block starts; stores land only inside live blocks; frees and
+// resets forget; and nothing panics, whatever the offsets.
+func FuzzKernel(f *testing.F) {
+	f.Add([]byte{0, 10, 0, 200, 1, 0, 2, 0, 3, 0, 9})
+	f.Add(bytes.Repeat([]byte{0, 64, 2, 1, 1, 0}, 40))
+	f.Add([]byte{0, 255, 0, 255, 0, 255, 4, 0, 0, 1, 5, 0, 7})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		pool := newMemoryPool(8 << 20)
+		var k kernel
+		const limit = 1 << 20
+		k.init(pool, limit)
+		defer k.release()
+		m := kernelModel{live: map[uint64][]byte{}}
+		var order []uint64 // live offsets, in allocation order
+		pick := func(b byte) (uint64, bool) {
+			if len(order) == 0 {
+				return 0, false
+			}
+			return order[int(b)%len(order)], true
+		}
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i]%8, ops[i+1]
+			switch op {
+			case 0: // alloc: sizes 0..~64 KiB
+				n := uint64(arg) * uint64(arg)
+				off := k.Alloc(n)
+				if n == 0 {
+					if off != 0 {
+						t.Fatalf("alloc(0) = %#x, want 0", off)
+					}
+					continue
+				}
+				if off == 0 {
+					continue // the cap; allowed
+				}
+				if off%8 != 0 || off+n > limit {
+					t.Fatalf("alloc(%d) = %#x: unaligned or past the cap", n, off)
+				}
+				for o, c := range m.live {
+					if off < o+uint64(len(c)) && o < off+n {
+						t.Fatalf("alloc(%d) = %#x overlaps live block %#x+%d", n, off, o, len(c))
+					}
+				}
+				if got, _ := k.Read(off, n); !bytes.Equal(got, make([]byte, n)) {
+					t.Fatalf("fresh block %#x+%d is not zero", off, n)
+				}
+				m.live[off] = make([]byte, n)
+				order = append(order, off)
+			case 1: // free a live block, or a non-start
+				if off, ok := pick(arg); ok {
+					if arg%3 == 0 {
+						k.Free(off + 1) // not a block start: ignored
+						continue
+					}
+					k.Free(off)
+					delete(m.live, off)
+					for j, o := range order {
+						if o == off {
+							order = append(order[:j], order[j+1:]...)
+							break
+						}
+					}
+				}
+			case 2: // store_u64 inside a live block
+				if off, ok := pick(arg); ok && len(m.live[off]) >= 8 {
+					at := uint64(arg) % (uint64(len(m.live[off])) - 7)
+					v := uint64(arg)*0x0101010101010101 + at
+					if !k.StoreU64(off+at, v) {
+						t.Fatalf("store_u64 inside block %#x+%d at +%d refused", off, len(m.live[off]), at)
+					}
+					binary.LittleEndian.PutUint64(m.live[off][at:], v)
+				}
+			case 3: // store_u8 just past a live block: refused unless another block starts there
+				if off, ok := pick(arg); ok {
+					end := off + uint64(len(m.live[off]))
+					next, isNext := m.live[end]
+					if k.StoreU8(end, arg) {
+						if !isNext || len(next) == 0 {
+							t.Fatalf("store_u8 past block %#x+%d accepted", off, len(m.live[off]))
+						}
+						next[0] = arg // the next block starts there
+					}
+				}
+			case 4: // reset
+				k.Reset()
+				m.live = map[uint64][]byte{}
+				order = nil
+			case 5: // loads and stores anywhere: no panic, stores only in live blocks
+				at := uint64(arg) << (arg % 24)
+				k.LoadU64(at)
+				k.LoadU8(at)
+				if k.StoreU8(at, 1) {
+					found := false
+					for o, c := range m.live {
+						if at >= o && at < o+uint64(len(c)) {
+							c[at-o] = 1
+							found = true
+						}
+					}
+					if !found {
+						t.Fatalf("store_u8 at %#x accepted outside every live block", at)
+					}
+				}
+			case 6: // length of starts and non-starts
+				at := uint64(arg) * 8
+				want := uint64(0)
+				if c, ok := m.live[at]; ok {
+					want = uint64(len(c))
+				}
+				if got := k.Length(at); got != want {
+					t.Fatalf("length(%#x) = %d, want %d", at, got, want)
+				}
+			case 7: // every live block reads back its contents
+				for o, c := range m.live {
+					if k.Length(o) != uint64(len(c)) {
+						t.Fatalf("length(%#x) = %d, want %d", o, k.Length(o), len(c))
+					}
+					if got, ok := k.Read(o, uint64(len(c))); !ok || !bytes.Equal(got, c) {
+						t.Fatalf("block %#x+%d reads back wrong", o, len(c))
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestKernelReleaseZeroes: a kernel buffer goes back to the pool zeroed, so
+// the next call's kernel starts from zeros (the pool's invariant).
+func TestKernelReleaseZeroes(t *testing.T) {
+	pool := newMemoryPool(8 << 20)
+	for round := range 3 {
+		var k kernel
+		k.init(pool, 1<<20)
+		off := k.Alloc(100 << 10) // grows past the first 64 KiB buffer
+		if off == 0 {
+			t.Fatal("alloc failed")
+		}
+		if got, _ := k.Read(0, uint64(len(k.mem))); !bytes.Equal(got, make([]byte, len(got))) {
+			t.Fatalf("round %d: kernel memory not zero at the start", round)
+		}
+		for i := range k.mem {
+			k.mem[i] = 0xAB
+		}
+		k.release()
+	}
+}
