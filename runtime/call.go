@@ -601,8 +601,6 @@ func (m *Module) classify(err error, st *callState, rc uint32) error {
 		return &MemoryError{Detail: "the guest ran out of memory: " + trapReason(msg), CapMB: res.MemoryMB}
 	}
 	switch {
-	case strings.Contains(msg, "Vars are disabled by this host"):
-		return errs.New(ErrForbidden, "Extism vars are not available: every call runs in a fresh instance (use the memory capability to keep data)")
 	case strings.Contains(msg, "out of memory"):
 		return &MemoryError{Detail: trapReason(msg), CapMB: res.MemoryMB}
 	}
