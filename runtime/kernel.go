@@ -31,6 +31,11 @@ import (
 //   - reset frees every block and forgets the input, output and error.
 //   - error_set(0) clears the error; output_set may name any range of memory.
 //
+// Allocation is a bump over the buffer, reusing a freed block of a fitting
+// size (at most about twice the request) and giving back freed blocks at the
+// end; the buffer grows by doubling within the cap. Fuel is charged as the
+// wasm kernel's list walk was (call.go's schedule), so it bounds this work too.
+//
 // buddy's one deliberate difference: a guest store must fall inside a live
 // block (Extism's stores write anywhere). The kernel's metadata is no longer
 // in guest-writable memory, but a store outside every block is still a guest
@@ -121,6 +126,16 @@ func (k *kernel) Alloc(n uint64) uint64 {
 				return b.off
 			}
 		}
+	}
+	// Freed blocks at the end of memory give their room back, so that a
+	// guest that frees a large block (a file it read) can allocate a larger
+	// one (its answer) within the cap.
+	for l := len(k.blocks); l > 0 && k.blocks[l-1].free; l-- {
+		b := k.blocks[l-1]
+		clear(k.mem[b.off:])
+		k.mem = k.mem[:b.off]
+		k.blocks = k.blocks[:l-1]
+		k.free--
 	}
 	off := max(uint64(len(k.mem)+7)&^7, kernelBase)
 	size := (n + 7) &^ 7

@@ -162,3 +162,33 @@ func TestKernelReleaseZeroes(t *testing.T) {
 		k.release()
 	}
 }
+
+// TestKernelFreedTailReused: a freed block at the end of kernel memory gives
+// its room back, so a guest can free a large block and allocate a larger one
+// within the cap; a freed block in the middle is reused for a fitting size.
+func TestKernelFreedTailReused(t *testing.T) {
+	var k kernel
+	k.init(newMemoryPool(64<<20), 16<<20)
+	defer k.release()
+	big := k.Alloc(10 << 20)
+	if big == 0 {
+		t.Fatal("alloc 10 MiB failed")
+	}
+	k.mem[big] = 0xAB
+	k.Free(big)
+	bigger := k.Alloc(12 << 20)
+	if bigger == 0 {
+		t.Fatal("alloc 12 MiB after freeing 10 MiB failed under a 16 MiB cap")
+	}
+	if got, _ := k.Read(bigger, 12<<20); !bytes.Equal(got[:16], make([]byte, 16)) || got[big-bigger] != 0 {
+		t.Fatal("the reused room is not zero")
+	}
+	a, b := k.Alloc(100), k.Alloc(100)
+	k.Free(a)
+	if c := k.Alloc(90); c != a {
+		t.Fatalf("alloc(90) = %#x, want the freed block %#x reused", c, a)
+	}
+	if k.Length(b) != 100 {
+		t.Fatalf("length(b) = %d", k.Length(b))
+	}
+}
