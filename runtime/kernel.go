@@ -34,7 +34,7 @@ import (
 // Allocation is a bump over the buffer, reusing a freed block of a fitting
 // size (at most about twice the request) and giving back freed blocks at the
 // end; the buffer grows by doubling within the cap. Fuel is charged as the
-// wasm kernel's list walk was (call.go's schedule), so it bounds this work too.
+// wasm kernel's list walk was (hostmods.go), so it bounds this work too.
 //
 // buddy's one deliberate difference: a guest store must fall inside a live
 // block (Extism's stores write anywhere). The kernel's metadata is no longer
