@@ -6,68 +6,23 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/llm/anthropic"
+	"github.com/buddy-run/buddy/internal/llm/llmtest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
-// fake is a Messages API server: each request is answered by the next
-// handler; every request is kept.
-type fake struct {
-	mu       sync.Mutex
-	handlers []http.HandlerFunc
-	bodies   [][]byte
-	headers  []http.Header
-	times    []time.Time
-	srv      *httptest.Server
-}
-
-func newFake(t *testing.T, handlers ...http.HandlerFunc) *fake {
-	f := &fake{handlers: handlers}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.bodies = append(f.bodies, body)
-		f.headers = append(f.headers, r.Header.Clone())
-		f.times = append(f.times, time.Now())
-		n := len(f.bodies)
-		f.mu.Unlock()
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-			t.Errorf("request %s %s, want POST /v1/messages", r.Method, r.URL.Path)
-		}
-		if n > len(f.handlers) {
-			t.Errorf("request %d was not expected", n)
-			http.Error(w, "unexpected", http.StatusTeapot)
-			return
-		}
-		f.handlers[n-1](w, r)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fake) requests() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
-func (f *fake) provider(t *testing.T, mod ...func(*anthropic.Options)) *anthropic.Provider {
+func provider(t *testing.T, f *llmtest.Fake, mod ...func(*anthropic.Options)) *anthropic.Provider {
 	t.Helper()
-	o := anthropic.Options{BaseURL: f.srv.URL, Model: "claude-test", APIKey: "sk-ant-test"}
+	o := anthropic.Options{BaseURL: f.URL(), Model: "claude-test", APIKey: "sk-ant-test"}
 	for _, m := range mod {
 		m(&o)
 	}
@@ -183,9 +138,9 @@ func TestStream(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, sse(tc.events...))
+			f := llmtest.NewFake(t, "/v1/messages", sse(tc.events...))
 			var deltas []string
-			resp, err := f.provider(t).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(d string) { deltas = append(deltas, d) })
+			resp, err := provider(t, f).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(d string) { deltas = append(deltas, d) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +150,7 @@ func TestStream(t *testing.T) {
 			if fmt.Sprintf("%+v", resp.ToolCalls) != fmt.Sprintf("%+v", tc.toolCalls) {
 				t.Errorf("tool calls\n%+v\nwant\n%+v", resp.ToolCalls, tc.toolCalls)
 			}
-			h := f.headers[0]
+			h := f.Header(0)
 			if h.Get("X-Api-Key") != "sk-ant-test" || h.Get("Anthropic-Version") == "" {
 				t.Errorf("headers x-api-key %q anthropic-version %q", h.Get("X-Api-Key"), h.Get("Anthropic-Version"))
 			}
@@ -229,45 +184,20 @@ func fullRequest() agent.Request {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, got, "", "  "); err != nil {
-		t.Fatalf("request body is not JSON: %v\n%s", err, got)
-	}
-	buf.WriteByte('\n')
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("request body differs from %s (go test -update rewrites it):\n%s", path, buf.Bytes())
-	}
-}
-
 func TestRequestBodyGolden(t *testing.T) {
 	ok := sse(start(), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn"), stop())
 	temp := 0.2
-	f := newFake(t, ok, ok)
-	p := f.provider(t, func(o *anthropic.Options) { o.Temperature, o.MaxTokens = &temp, 512 })
+	f := llmtest.NewFake(t, "/v1/messages", ok, ok)
+	p := provider(t, f, func(o *anthropic.Options) { o.Temperature, o.MaxTokens = &temp, 512 })
 	if _, err := p.Stream(t.Context(), fullRequest(), func(string) {}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "request_full.golden", f.bodies[0])
+	llmtest.Golden(t, "request_full.golden", f.Body(0), *update)
 	// max_tokens is required by the API: the default is sent.
-	if _, err := f.provider(t).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {}); err != nil {
+	if _, err := provider(t, f).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "request_minimal.golden", f.bodies[1])
+	llmtest.Golden(t, "request_minimal.golden", f.Body(1), *update)
 }
 
 // status answers with an HTTP error in the Anthropic error shape.
@@ -323,8 +253,8 @@ func TestFailures(t *testing.T) {
 		}}, want: []string{"[provider] timeout"}, requests: 1, deltas: "Hel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, tc.handlers...)
-			p := f.provider(t, func(o *anthropic.Options) {
+			f := llmtest.NewFake(t, "/v1/messages", tc.handlers...)
+			p := provider(t, f, func(o *anthropic.Options) {
 				o.Timeout = tc.timeout
 				if tc.baseURL != "" {
 					o.BaseURL = tc.baseURL
@@ -351,7 +281,7 @@ func TestFailures(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "the Anthropic Messages endpoint: ") {
 				t.Errorf("error %q does not name the endpoint", err)
 			}
-			if n := f.requests(); tc.baseURL == "" && n != tc.requests {
+			if n := f.Requests(); tc.baseURL == "" && n != tc.requests {
 				t.Errorf("%d requests, want %d", n, tc.requests)
 			}
 			if deltas.String() != tc.deltas {
@@ -362,33 +292,33 @@ func TestFailures(t *testing.T) {
 }
 
 func TestRetryAfterIsHonouredThenSucceeds(t *testing.T) {
-	f := newFake(t, status(429, map[string]string{"Retry-After": "1"}, "rate_limit_error", "slow down"),
+	f := llmtest.NewFake(t, "/v1/messages", status(429, map[string]string{"Retry-After": "1"}, "rate_limit_error", "slow down"),
 		sse(start(), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn"), stop()))
-	resp, err := f.provider(t).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+	resp, err := provider(t, f).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Text != "ok" || f.requests() != 2 {
-		t.Fatalf("text %q after %d requests", resp.Text, f.requests())
+	if resp.Text != "ok" || f.Requests() != 2 {
+		t.Fatalf("text %q after %d requests", resp.Text, f.Requests())
 	}
-	if gap := f.times[1].Sub(f.times[0]); gap < 900*time.Millisecond {
+	if gap := f.Time(1).Sub(f.Time(0)); gap < 900*time.Millisecond {
 		t.Errorf("retried after %s, before Retry-After: 1", gap)
 	}
-	if !bytes.Equal(f.bodies[0], f.bodies[1]) {
+	if !bytes.Equal(f.Body(0), f.Body(1)) {
 		t.Errorf("retry body differs")
 	}
 }
 
 func TestCanceledIsNotUnavailable(t *testing.T) {
 	started := make(chan struct{})
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+	f := llmtest.NewFake(t, "/v1/messages", func(w http.ResponseWriter, r *http.Request) {
 		sse(start(), textStart(0), textDelta(0, "Hel"))(w, r)
 		close(started)
 		<-r.Context().Done()
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
-	_, err := f.provider(t).Stream(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+	_, err := provider(t, f).Stream(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
 	if errs.KindOf(err) != errs.KindCanceled {
 		t.Fatalf("error %v (kind %s), want canceled", err, errs.KindOf(err))
 	}

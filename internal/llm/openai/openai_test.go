@@ -6,69 +6,23 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/llm/llmtest"
 	"github.com/buddy-run/buddy/internal/llm/openai"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
-// fake is an OpenAI-compatible server: each request is answered by the
-// next handler; every request body is kept.
-type fake struct {
-	t        *testing.T
-	mu       sync.Mutex
-	handlers []http.HandlerFunc
-	bodies   [][]byte
-	headers  []http.Header
-	times    []time.Time
-	srv      *httptest.Server
-}
-
-func newFake(t *testing.T, handlers ...http.HandlerFunc) *fake {
-	f := &fake{t: t, handlers: handlers}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.bodies = append(f.bodies, body)
-		f.headers = append(f.headers, r.Header.Clone())
-		f.times = append(f.times, time.Now())
-		n := len(f.bodies)
-		f.mu.Unlock()
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-			t.Errorf("request %s %s, want POST /v1/chat/completions", r.Method, r.URL.Path)
-		}
-		if n > len(f.handlers) {
-			t.Errorf("request %d was not expected", n)
-			http.Error(w, "unexpected", http.StatusTeapot)
-			return
-		}
-		f.handlers[n-1](w, r)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fake) requests() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
-func (f *fake) provider(t *testing.T, mod ...func(*openai.Options)) *openai.Provider {
+func provider(t *testing.T, f *llmtest.Fake, mod ...func(*openai.Options)) *openai.Provider {
 	t.Helper()
-	o := openai.Options{BaseURL: f.srv.URL + "/v1", Model: "llama3.2"}
+	o := openai.Options{BaseURL: f.URL() + "/v1", Model: "llama3.2"}
 	for _, m := range mod {
 		m(&o)
 	}
@@ -203,9 +157,9 @@ func TestStream(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, sse(tc.events...))
+			f := llmtest.NewFake(t, "/v1/chat/completions", sse(tc.events...))
 			var deltas []string
-			resp, err := f.provider(t).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(d string) { deltas = append(deltas, d) })
+			resp, err := provider(t, f).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(d string) { deltas = append(deltas, d) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,49 +200,23 @@ func fullRequest() agent.Request {
 	}
 }
 
-// golden compares got (JSON, indented for the file) with testdata/name.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, got, "", "  "); err != nil {
-		t.Fatalf("request body is not JSON: %v\n%s", err, got)
-	}
-	buf.WriteByte('\n')
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("request body differs from %s (go test -update rewrites it):\n%s", path, buf.Bytes())
-	}
-}
-
 func TestRequestBodyGolden(t *testing.T) {
 	temp := 0.2
-	f := newFake(t, sse(text("ok"), finish("stop")), sse(text("ok"), finish("stop")))
-	p := f.provider(t, func(o *openai.Options) { o.Temperature, o.MaxTokens, o.APIKey = &temp, 512, "sk-test-secret" })
+	f := llmtest.NewFake(t, "/v1/chat/completions", sse(text("ok"), finish("stop")), sse(text("ok"), finish("stop")))
+	p := provider(t, f, func(o *openai.Options) { o.Temperature, o.MaxTokens, o.APIKey = &temp, 512, "sk-test-secret" })
 	if _, err := p.Stream(t.Context(), fullRequest(), func(string) {}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "request_full.golden", f.bodies[0])
-	if got := f.headers[0].Get("Authorization"); got != "Bearer sk-test-secret" {
+	llmtest.Golden(t, "request_full.golden", f.Body(0), *update)
+	if got := f.Header(0).Get("Authorization"); got != "Bearer sk-test-secret" {
 		t.Errorf("Authorization %q", got)
 	}
 	// Without temperature, max_tokens or a key: none is sent.
-	p = f.provider(t)
+	p = provider(t, f)
 	if _, err := p.Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "request_minimal.golden", f.bodies[1])
+	llmtest.Golden(t, "request_minimal.golden", f.Body(1), *update)
 }
 
 // status answers with an HTTP error in the OpenAI error shape.
@@ -358,8 +286,8 @@ func TestFailures(t *testing.T) {
 		}}, want: []string{"[provider] timeout"}, requests: 1, deltas: "Hel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, tc.handlers...)
-			p := f.provider(t, func(o *openai.Options) {
+			f := llmtest.NewFake(t, "/v1/chat/completions", tc.handlers...)
+			p := provider(t, f, func(o *openai.Options) {
 				o.Timeout = tc.timeout
 				if tc.baseURL != "" {
 					o.BaseURL = tc.baseURL
@@ -382,7 +310,7 @@ func TestFailures(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "the OpenAI-compatible endpoint: ") {
 				t.Errorf("error %q does not name the endpoint", err)
 			}
-			if n := f.requests(); tc.baseURL == "" && n != tc.requests {
+			if n := f.Requests(); tc.baseURL == "" && n != tc.requests {
 				t.Errorf("%d requests, want %d", n, tc.requests)
 			}
 			if deltas.String() != tc.deltas {
@@ -396,26 +324,26 @@ func TestFailures(t *testing.T) {
 }
 
 func TestRetryAfterIsHonouredThenSucceeds(t *testing.T) {
-	f := newFake(t, status(429, map[string]string{"Retry-After": "1"}, "slow down"), sse(text("ok"), finish("stop")))
-	resp, err := f.provider(t).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+	f := llmtest.NewFake(t, "/v1/chat/completions", status(429, map[string]string{"Retry-After": "1"}, "slow down"), sse(text("ok"), finish("stop")))
+	resp, err := provider(t, f).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Text != "ok" || f.requests() != 2 {
-		t.Fatalf("text %q after %d requests", resp.Text, f.requests())
+	if resp.Text != "ok" || f.Requests() != 2 {
+		t.Fatalf("text %q after %d requests", resp.Text, f.Requests())
 	}
-	if gap := f.times[1].Sub(f.times[0]); gap < 900*time.Millisecond {
+	if gap := f.Time(1).Sub(f.Time(0)); gap < 900*time.Millisecond {
 		t.Errorf("retried after %s, before Retry-After: 1", gap)
 	}
 	// The retry sends the same body.
-	if !bytes.Equal(f.bodies[0], f.bodies[1]) {
-		t.Errorf("retry body differs:\n%s\n%s", f.bodies[0], f.bodies[1])
+	if !bytes.Equal(f.Body(0), f.Body(1)) {
+		t.Errorf("retry body differs:\n%s\n%s", f.Body(0), f.Body(1))
 	}
 }
 
 func TestCanceledIsNotUnavailable(t *testing.T) {
 	started := make(chan struct{})
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+	f := llmtest.NewFake(t, "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprintf(w, "data: %s\n\n", text("Hel"))
 		w.(http.Flusher).Flush()
@@ -424,7 +352,7 @@ func TestCanceledIsNotUnavailable(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
-	_, err := f.provider(t).Stream(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+	_, err := provider(t, f).Stream(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
 	if errs.KindOf(err) != errs.KindCanceled {
 		t.Fatalf("error %v (kind %s), want canceled", err, errs.KindOf(err))
 	}
