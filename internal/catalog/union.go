@@ -27,18 +27,11 @@ func NewUnion(primary, secondary Catalog) *Union {
 // List implements Catalog: both lists merged by name, without the
 // secondary's shadowed skills.
 func (u *Union) List(ctx context.Context) ([]Info, error) {
-	a, err := u.primary.List(ctx)
+	a, b, err := u.lists(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b, err := u.secondary.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	have := make(map[string]bool, len(a))
-	for _, i := range a {
-		have[i.Name] = true
-	}
+	have := names(a)
 	out := append(make([]Info, 0, len(a)+len(b)), a...)
 	for _, i := range b {
 		if !have[i.Name] {
@@ -52,18 +45,11 @@ func (u *Union) List(ctx context.Context) ([]Info, error) {
 // Shadowed returns the names of the secondary's skills hidden by a primary
 // skill of the same name, sorted.
 func (u *Union) Shadowed(ctx context.Context) ([]string, error) {
-	a, err := u.primary.List(ctx)
+	a, b, err := u.lists(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b, err := u.secondary.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	have := make(map[string]bool, len(a))
-	for _, i := range a {
-		have[i.Name] = true
-	}
+	have := names(a)
 	var out []string
 	for _, i := range b {
 		if have[i.Name] {
@@ -72,6 +58,26 @@ func (u *Union) Shadowed(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// lists returns the primary's and the secondary's lists.
+func (u *Union) lists(ctx context.Context) (primary, secondary []Info, err error) {
+	if primary, err = u.primary.List(ctx); err != nil {
+		return nil, nil, err
+	}
+	if secondary, err = u.secondary.List(ctx); err != nil {
+		return nil, nil, err
+	}
+	return primary, secondary, nil
+}
+
+// names is the set of the skills' names in list.
+func names(list []Info) map[string]bool {
+	have := make(map[string]bool, len(list))
+	for _, i := range list {
+		have[i.Name] = true
+	}
+	return have
 }
 
 // owner is the catalog that serves name: the secondary (asked first: it is

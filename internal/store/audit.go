@@ -90,21 +90,14 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
 		}
 		e.PrevHash, e.Hash = prev, auditHash(e, prev)
 		paths, hosts, addrs := jsonList(e.Paths), jsonList(e.Hosts), jsonList(e.Addresses)
-		res, err := tx.ExecContext(ctx, `INSERT INTO audit (time, kind, conversation, skill, version, module_sha256,
+		id, err = insertID(ctx, tx, op, `INSERT INTO audit (time, kind, conversation, skill, version, module_sha256,
 				arguments_hash, outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out,
 				bytes_read, bytes_written, paths, hosts, addresses, prev_hash, hash)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			unixNanos(e.Time), e.Kind, e.Conversation, e.Skill, e.Version, e.ModuleSHA256, e.ArgumentsHash,
 			e.Outcome, e.Detail, e.Asked, fuelToDB(e.Fuel), e.DurationUS, e.BytesIn, e.BytesOut,
 			e.BytesRead, e.BytesWritten, paths, hosts, addrs, e.PrevHash, e.Hash)
-		if err != nil {
-			return dbErr(ctx, op, err)
-		}
-		id, err = res.LastInsertId()
-		if err != nil {
-			return dbErr(ctx, op, err)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return 0, err

@@ -167,3 +167,16 @@ func runFn(r *batchReq, tx *sql.Tx) (err error) {
 	}()
 	return r.fn(context.WithoutCancel(r.ctx), tx)
 }
+
+// insertID runs an INSERT in tx and returns the new row's id.
+func insertID(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, dbErr(ctx, op, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, dbErr(ctx, op, err)
+	}
+	return id, nil
+}

@@ -366,21 +366,15 @@ func (s *Store) AppendMessage(ctx context.Context, m Message) (int64, error) {
 		} else if !ok {
 			return notFound("conversation %q", m.Conversation)
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation, role, text, tool_calls,
+		var err error
+		id, err = insertID(ctx, tx, op, `INSERT INTO messages (conversation, role, text, tool_calls,
 				call_id, skill, arguments, ok, result, result_text, error_kind, error_detail,
 				fuel, duration_us, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			m.Conversation, m.Role, m.Text, nullJSON(m.ToolCalls),
 			m.CallID, m.Skill, nullJSON(m.Arguments), m.OK, nullJSON(m.Result), m.ResultText, m.ErrorKind, m.ErrorDetail,
 			fuelToDB(m.Fuel), m.DurationUS, unixNanos(m.CreatedAt))
-		if err != nil {
-			return dbErr(ctx, op, err)
-		}
-		id, err = res.LastInsertId()
-		if err != nil {
-			return dbErr(ctx, op, err)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return 0, err
