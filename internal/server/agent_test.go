@@ -182,7 +182,8 @@ func (c *client) sendText(conv, text string) string {
 // on a loaded two-core machine.
 const turnWait = 90 * time.Second
 
-// nextWithin is next with its own bound.
+// nextWithin returns the next frame, waiting at most d. Frames read before
+// the connection closed are still returned.
 func (c *client) nextWithin(d time.Duration) frame {
 	c.t.Helper()
 	select {

@@ -246,21 +246,7 @@ func (c *client) send(v any) {
 // next returns the next frame.
 func (c *client) next() frame {
 	c.t.Helper()
-	select {
-	case f := <-c.frames:
-		return f
-	case <-c.closed:
-		// Frames read before the close are still queued.
-		select {
-		case f := <-c.frames:
-			return f
-		default:
-		}
-		c.t.Fatalf("connection closed while waiting for a frame: %v", c.err)
-	case <-time.After(frameWait):
-		c.t.Fatalf("no frame within %s", frameWait)
-	}
-	return nil
+	return c.nextWithin(frameWait)
 }
 
 // expect returns the next frame, failing unless it has type typ.
