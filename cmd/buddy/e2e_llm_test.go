@@ -22,7 +22,6 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -338,57 +337,4 @@ func readTurn(t *testing.T, ws *websocket.Conn, limit time.Duration) []map[strin
 			return frames
 		}
 	}
-}
-
-// startServeEnv is startServe with extra environment (the provider's key).
-func startServeEnv(t *testing.T, s *sandbox, extraEnv []string, args ...string) *served {
-	t.Helper()
-	cmd := exec.Command(buddyBin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = s.env(extraEnv...)
-	cmd.Dir = s.work
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv := &served{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = sv.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sv.err = cmd.Wait()
-		close(sv.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-sv.exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-sv.exited
-		}
-		if t.Failed() {
-			t.Logf("buddy serve's log:\n%s", sv.stderr)
-		}
-	})
-	sc := bufio.NewScanner(stdout)
-	// A server that prints nothing is given up on (stdout closed) after a
-	// minute.
-	timer := time.AfterFunc(time.Minute, func() { _ = stdout.Close() })
-	defer timer.Stop()
-	for sv.token == "" && sc.Scan() {
-		line := sc.Text()
-		if a, ok := strings.CutPrefix(line, "buddy is serving on http://"); ok {
-			sv.addr = strings.TrimSuffix(a, "/")
-		}
-		if _, tok, ok := strings.Cut(line, "/#token="); ok {
-			sv.token = tok
-		}
-	}
-	if sv.token == "" {
-		t.Fatalf("buddy serve printed no address: %s", sv.stderr)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	sv.waitHealthy(t)
-	return sv
 }

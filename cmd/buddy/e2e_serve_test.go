@@ -62,11 +62,19 @@ type served struct {
 // sandbox, reads the address and token it prints, and waits for /healthz.
 func startServe(t *testing.T, s *sandbox, args ...string) *served {
 	t.Helper()
+	return startServeEnv(t, s, nil, args...)
+}
+
+// startServeEnv is startServe with extra environment (a provider's key).
+// The server is stopped with SIGINT when the test ends (killed if it has not
+// exited 15 s later), and its log is shown if the test failed.
+func startServeEnv(t *testing.T, s *sandbox, extraEnv []string, args ...string) *served {
+	t.Helper()
 	if buddyBin == "" {
 		t.Skip("-short: the end-to-end tests build and run the buddy binary")
 	}
 	cmd := exec.Command(buddyBin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = s.env()
+	cmd.Env = s.env(extraEnv...)
 	cmd.Dir = s.work
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -82,11 +90,15 @@ func startServe(t *testing.T, s *sandbox, args ...string) *served {
 		close(sv.exited)
 	}()
 	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-sv.exited:
-		default:
+		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
 			<-sv.exited
+		}
+		if t.Failed() {
+			t.Logf("buddy serve's log:\n%s", sv.stderr)
 		}
 	})
 	lines := make(chan string, 4)
