@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // The audit log (schema v3) is a hash chain: each row's hash is the SHA-256
@@ -57,14 +58,73 @@ func auditHash(e AuditEntry, prev string) string {
 // conversation need not exist (a CLI call has none); when it does, its
 // UpdatedAt moves to the entry's time.
 func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
+	ids, err := s.AppendAudits(ctx, e)
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// AppendAudits appends several audit rows in order, as AppendAudit does each,
+// in one durable write: all of them are stored or none (a call's approval
+// row and its invocation row cost one commit, not two). It returns their IDs
+// (zeros under a Deferred context, whose wait reports the write).
+func (s *Store) AppendAudits(ctx context.Context, entries ...AuditEntry) ([]int64, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	entries = slices.Clone(entries) // filled in below, perhaps after returning
+	for i := range entries {
+		if err := s.prepareAudit(&entries[i]); err != nil {
+			return nil, err
+		}
+	}
+	op := fmt.Sprintf("auditing %s of %q", entries[0].Kind, entries[0].Skill)
+	ids := make([]int64, len(entries))
+	deferred, err := s.writeBehind(ctx, op, func(ctx context.Context, tx txn) error {
+		for i := range entries {
+			e := &entries[i]
+			op := fmt.Sprintf("auditing %s of %q", e.Kind, e.Skill)
+			if e.Conversation != "" {
+				if _, err := touch(ctx, tx, op, e.Conversation, e.Time); err != nil {
+					return err
+				}
+			}
+			prev, err := sealAudit(ctx, tx, op)
+			if err != nil {
+				return err
+			}
+			e.PrevHash, e.Hash = prev, auditHash(*e, prev)
+			paths, hosts, addrs := jsonList(e.Paths), jsonList(e.Hosts), jsonList(e.Addresses)
+			ids[i], err = insertID(ctx, tx, op, sqlInsertAudit,
+				unixNanos(e.Time), e.Kind, e.Conversation, e.Skill, e.Version, e.ModuleSHA256, e.ArgumentsHash,
+				e.Outcome, e.Detail, e.Asked, fuelToDB(e.Fuel), e.DurationUS, e.BytesIn, e.BytesOut,
+				e.BytesRead, e.BytesWritten, paths, hosts, addrs, e.PrevHash, e.Hash)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if deferred {
+		return make([]int64, len(entries)), nil
+	}
+	return ids, nil
+}
+
+// prepareAudit checks an entry and fills in its defaults (AppendAudit).
+func (s *Store) prepareAudit(e *AuditEntry) error {
 	if e.Kind == "" {
 		e.Kind = AuditInvocation
 	}
 	if e.Skill == "" && (e.Kind == AuditInvocation || e.Kind == AuditApproval) {
-		return 0, invalid("audit entry: empty skill")
+		return invalid("audit entry: empty skill")
 	}
 	if e.Outcome == "" {
-		return 0, invalid("audit entry for skill %q: empty outcome", e.Skill)
+		return invalid("audit entry for skill %q: empty outcome", e.Skill)
 	}
 	if e.Time.IsZero() {
 		e.Time = s.now()
@@ -76,40 +136,14 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
 			*l = (*l)[:maxAuditList]
 		}
 	}
-	op := fmt.Sprintf("auditing %s of %q", e.Kind, e.Skill)
-	var id int64
-	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
-		if e.Conversation != "" {
-			if _, err := touch(ctx, tx, op, e.Conversation, e.Time); err != nil {
-				return err
-			}
-		}
-		prev, err := sealAudit(ctx, tx, op)
-		if err != nil {
-			return err
-		}
-		e.PrevHash, e.Hash = prev, auditHash(e, prev)
-		paths, hosts, addrs := jsonList(e.Paths), jsonList(e.Hosts), jsonList(e.Addresses)
-		id, err = insertID(ctx, tx, op, `INSERT INTO audit (time, kind, conversation, skill, version, module_sha256,
-				arguments_hash, outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out,
-				bytes_read, bytes_written, paths, hosts, addresses, prev_hash, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			unixNanos(e.Time), e.Kind, e.Conversation, e.Skill, e.Version, e.ModuleSHA256, e.ArgumentsHash,
-			e.Outcome, e.Detail, e.Asked, fuelToDB(e.Fuel), e.DurationUS, e.BytesIn, e.BytesOut,
-			e.BytesRead, e.BytesWritten, paths, hosts, addrs, e.PrevHash, e.Hash)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return id, nil
+	return nil
 }
 
 // sealAudit chains the rows written before schema v3 (hash ”), in order,
 // and returns the hash of the last row ("" for an empty log).
-func sealAudit(ctx context.Context, tx *sql.Tx, op string) (string, error) {
+func sealAudit(ctx context.Context, tx execer, op string) (string, error) {
 	var last string
-	err := tx.QueryRowContext(ctx, `SELECT hash FROM audit ORDER BY id DESC LIMIT 1`).Scan(&last)
+	err := tx.QueryRowContext(ctx, sqlLastAuditHash).Scan(&last)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", nil
@@ -307,6 +341,6 @@ func (s *Store) VerifyAudit(ctx context.Context) (AuditReport, error) {
 }
 
 // queryTx is query inside a transaction.
-func queryTx[T any](ctx context.Context, tx *sql.Tx, op string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+func queryTx[T any](ctx context.Context, tx execer, op string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
 	return queryOn(ctx, tx, op, scan, q, args...)
 }

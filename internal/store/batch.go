@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -19,22 +19,65 @@ import (
 // others commit. Every caller still returns only after the commit that holds its
 // write (or with the error that kept it out), so an acknowledged row is on disk.
 
-// maxBatch bounds the writes of one transaction, so that one commit never holds
-// the writer for long.
-const maxBatch = 128
+// Two classes of writes share the queue. A write whose context carries
+// Finishing (the server marks the writes that finish a call a user is
+// waiting on: the approval decision, the audit row, the tool result) goes
+// into the next transaction ahead of every ordinary write (a new
+// conversation, a new approval request). Under a burst the writes that start
+// new work then wait, not the ones that finish work already approved, and
+// the ones that start work are throttled by the writer instead of crowding
+// it: a finishing write waits for at most one short transaction before its
+// own. Ordinary writes are never starved: each transaction takes at least
+// minOrdinary of them, and finishing writes exist only for calls that
+// ordinary writes started.
 
-// batcher is the queue of writes waiting for a transaction. Its zero value is
-// ready; a goroutine drains it while it is not empty, then exits.
+// Batch sizes. maxBatch bounds the finishing writes of one transaction;
+// maxOrdinary bounds its ordinary writes, small so that a finishing write
+// arriving during a commit waits for little (each write costs tens of
+// microseconds of SQLite work); minOrdinary ordinary writes join every
+// transaction that has finishing ones.
+const (
+	maxBatch    = 128
+	maxOrdinary = 16
+	minOrdinary = 2
+)
+
+type priorityKey struct{}
+
+// Finishing marks ctx's writes as finishing a call someone waits on: they
+// are committed ahead of ordinary writes (see the package's group commit).
+// Durability is the same for both classes.
+func Finishing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, priorityKey{}, true)
+}
+
+// Ordinary undoes Finishing for the writes made with the returned context.
+func Ordinary(ctx context.Context) context.Context {
+	if !isFinishing(ctx) {
+		return ctx
+	}
+	return context.WithValue(ctx, priorityKey{}, false)
+}
+
+func isFinishing(ctx context.Context) bool {
+	v, _ := ctx.Value(priorityKey{}).(bool)
+	return v
+}
+
+// batcher is the queue of writes waiting for a transaction, one list per
+// class. Its zero value is ready; a goroutine drains it while it is not
+// empty, then exits.
 type batcher struct {
-	mu       sync.Mutex
-	queue    []*batchReq
-	draining bool
+	mu        sync.Mutex
+	finishing []*batchReq
+	ordinary  []*batchReq
+	draining  bool
 }
 
 type batchReq struct {
 	ctx  context.Context
 	op   string
-	fn   func(ctx context.Context, tx *sql.Tx) error
+	fn   func(ctx context.Context, tx txn) error
 	err  error
 	done chan struct{}
 }
@@ -45,41 +88,129 @@ type batchReq struct {
 // statement would roll back the other writes of the transaction. A ctx done
 // before fn starts fails the write with ctx's kind and writes nothing. fn's
 // errors are returned as they are (fn wraps its own).
-func (s *Store) writeBatched(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *Store) writeBatched(ctx context.Context, op string, fn func(ctx context.Context, tx txn) error) error {
+	r, err := s.enqueue(ctx, op, fn)
+	if err != nil {
+		return err
+	}
+	<-r.done
+	return r.err
+}
+
+// enqueue queues a write for the next transaction of its class.
+func (s *Store) enqueue(ctx context.Context, op string, fn func(ctx context.Context, tx txn) error) (*batchReq, error) {
 	if err := ctx.Err(); err != nil {
-		return dbErr(ctx, op, err)
+		return nil, dbErr(ctx, op, err)
 	}
 	r := &batchReq{ctx: ctx, op: op, fn: fn, done: make(chan struct{})}
 	b := &s.batch
 	b.mu.Lock()
-	b.queue = append(b.queue, r)
+	if isFinishing(ctx) {
+		b.finishing = append(b.finishing, r)
+	} else {
+		b.ordinary = append(b.ordinary, r)
+	}
 	start := !b.draining
 	b.draining = true
 	b.mu.Unlock()
 	if start {
 		go s.drain()
 	}
-	<-r.done
-	return r.err
+	return r, nil
 }
 
-// drain commits the queued writes, a batch at a time, until the queue is empty.
+// Deferred returns a context under which AppendAudits and AppendMessage queue
+// their write and return at once (with IDs 0), and a wait function that
+// returns once every write queued under it has committed (or failed: their
+// errors, joined). The writes still commit in order, each as durable as ever;
+// nothing is acknowledged until wait returns. The server runs a call under it
+// so that the call's audit rows (written by the gate) and its tool message
+// (written by the server) share one commit before the tool_result goes out.
+// Every other write under the context is made as usual.
+func Deferred(ctx context.Context) (context.Context, func() error) {
+	g := &deferredWrites{}
+	return context.WithValue(ctx, deferredKey{}, g), g.wait
+}
+
+type deferredKey struct{}
+
+// deferredWrites is the writes queued under one Deferred context.
+type deferredWrites struct {
+	mu     sync.Mutex
+	queued []*batchReq
+}
+
+func (g *deferredWrites) wait() error {
+	g.mu.Lock()
+	queued := g.queued
+	g.queued = nil
+	g.mu.Unlock()
+	var err error
+	for _, r := range queued {
+		<-r.done
+		err = errors.Join(err, r.err)
+	}
+	return err
+}
+
+// writeBehind is writeBatched for the writes that may be deferred: under a
+// Deferred context it queues the write and returns later true at once
+// (fn then runs later: the caller must not read what fn sets).
+func (s *Store) writeBehind(ctx context.Context, op string, fn func(ctx context.Context, tx txn) error) (later bool, err error) {
+	g, _ := ctx.Value(deferredKey{}).(*deferredWrites)
+	if g == nil {
+		return false, s.writeBatched(ctx, op, fn)
+	}
+	r, err := s.enqueue(ctx, op, fn)
+	if err != nil {
+		return false, err
+	}
+	g.mu.Lock()
+	g.queued = append(g.queued, r)
+	g.mu.Unlock()
+	return true, nil
+}
+
+// drain commits the queued writes, a batch at a time, until both queues are
+// empty.
 func (s *Store) drain() {
 	b := &s.batch
 	for {
 		b.mu.Lock()
-		n := min(len(b.queue), maxBatch)
-		if n == 0 {
-			b.queue = nil
+		batch := b.next()
+		if len(batch) == 0 {
 			b.draining = false
 			b.mu.Unlock()
 			return
 		}
-		batch := b.queue[:n:n]
-		b.queue = b.queue[n:]
 		b.mu.Unlock()
 		s.commitBatch(batch)
 	}
+}
+
+// next takes the writes of the next transaction off the queues (b.mu held):
+// the finishing writes first, then ordinary ones (maxOrdinary of them when
+// there is no finishing write, minOrdinary when there are).
+func (b *batcher) next() []*batchReq {
+	nf := min(len(b.finishing), maxBatch)
+	no := min(len(b.ordinary), maxOrdinary)
+	if nf > 0 {
+		no = min(no, minOrdinary)
+	}
+	batch := make([]*batchReq, 0, nf+no)
+	batch = append(batch, b.finishing[:nf]...)
+	batch = append(batch, b.ordinary[:no]...)
+	b.finishing = shift(b.finishing, nf)
+	b.ordinary = shift(b.ordinary, no)
+	return batch
+}
+
+// shift drops the first n elements of q, releasing the array once q is empty.
+func shift(q []*batchReq, n int) []*batchReq {
+	if n == len(q) {
+		return nil
+	}
+	return q[n:]
 }
 
 // commitBatch runs a batch of writes in one transaction and tells each its
@@ -119,12 +250,13 @@ func (s *Store) commitBatch(batch []*batchReq) {
 	if live == 0 {
 		return
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
+	sqlTx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		failAll(err)
 		return
 	}
-	defer tx.Rollback() // a no-op after Commit
+	defer sqlTx.Rollback() // a no-op after Commit
+	tx := txn{Tx: sqlTx, prepared: s.writes}
 	for _, r := range batch {
 		if r.err != nil || canceled(r) {
 			continue
@@ -136,18 +268,18 @@ func (s *Store) commitBatch(batch []*batchReq) {
 			}
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_write`); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlSavepoint); err != nil {
 			failAll(err)
 			return
 		}
 		r.err = runFn(r, tx)
 		if r.err != nil {
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO batch_write`); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlRollbackTo); err != nil {
 				failAll(err)
 				return
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE batch_write`); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlRelease); err != nil {
 			failAll(err)
 			return
 		}
@@ -159,7 +291,7 @@ func (s *Store) commitBatch(batch []*batchReq) {
 
 // runFn runs one write's function, turning a panic into an internal error so
 // that the other writes of the batch are still answered.
-func runFn(r *batchReq, tx *sql.Tx) (err error) {
+func runFn(r *batchReq, tx txn) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = errs.New(errs.ErrInternal, fmt.Sprintf("%s: panic: %v", r.op, p))
@@ -169,7 +301,7 @@ func runFn(r *batchReq, tx *sql.Tx) (err error) {
 }
 
 // insertID runs an INSERT in tx and returns the new row's id.
-func insertID(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (int64, error) {
+func insertID(ctx context.Context, tx execer, op, query string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, dbErr(ctx, op, err)

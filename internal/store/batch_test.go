@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +33,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 				ids[i], errsOf[i] = s.AppendMessage(ctx, Message{Conversation: "c", Role: RoleUser, Text: fmt.Sprint(i)})
 			case 1:
 				// Inserts a row, then fails: the row must go with it.
-				errsOf[i] = s.writeBatched(ctx, "half a write", func(ctx context.Context, tx *sql.Tx) error {
+				errsOf[i] = s.writeBatched(ctx, "half a write", func(ctx context.Context, tx txn) error {
 					if _, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation, role, created_at) VALUES ('c', 'user', 0)`); err != nil {
 						return err
 					}

@@ -233,8 +233,8 @@ func fuelFromDB(f int64) uint64 { return uint64(f) }
 
 // touch moves a conversation's updated_at forward to at and reports whether the
 // conversation exists.
-func touch(ctx context.Context, tx *sql.Tx, op, id string, at time.Time) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ?`, unixNanos(at), id)
+func touch(ctx context.Context, tx execer, op, id string, at time.Time) (bool, error) {
+	res, err := tx.ExecContext(ctx, sqlTouch, unixNanos(at), id)
 	if err != nil {
 		return false, dbErr(ctx, op, err)
 	}
@@ -260,9 +260,8 @@ func (s *Store) CreateConversation(ctx context.Context, c Conversation) error {
 		c.UpdatedAt = c.CreatedAt
 	}
 	op := fmt.Sprintf("creating conversation %q", c.ID)
-	return s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, title, created_at, updated_at, ended_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+	return s.writeBatched(ctx, op, func(ctx context.Context, tx txn) error {
+		res, err := tx.ExecContext(ctx, sqlInsertConversation,
 			c.ID, capText(c.Title, MaxTitleBytes), unixNanos(c.CreatedAt), unixNanos(c.UpdatedAt), nullTime(c.EndedAt))
 		if err != nil {
 			return dbErr(ctx, op, err)
@@ -293,7 +292,7 @@ func scanConversation(r scanner) (Conversation, error) {
 
 // GetConversation returns the conversation, or an errs.ErrNotFound error.
 func (s *Store) GetConversation(ctx context.Context, id string) (Conversation, error) {
-	row := s.reader.QueryRowContext(ctx, `SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id)
+	row := s.readRow(ctx, sqlGetConversation, id)
 	c, err := scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Conversation{}, notFound("conversation %q", id)
@@ -323,7 +322,7 @@ func (s *Store) EndConversation(ctx context.Context, id string, at time.Time) er
 		at = s.now()
 	}
 	op := fmt.Sprintf("ending conversation %q", id)
-	return s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writeBatched(ctx, op, func(ctx context.Context, tx txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE conversations SET ended_at = coalesce(ended_at, ?) WHERE id = ?`, unixNanos(at), id)
 		return affectedOne(ctx, op, res, err, "conversation %q", id)
 	})
@@ -350,7 +349,9 @@ func (m *Message) validate() error {
 // AppendMessage appends a message to its conversation and returns its ID (IDs
 // increase). A zero CreatedAt means now. The conversation must exist
 // (errs.ErrNotFound otherwise); its UpdatedAt moves to the message's time. The
-// JSON fields must be empty or valid JSON (errs.ErrInvalidInput).
+// JSON fields must be empty or valid JSON (errs.ErrInvalidInput). Under a
+// Deferred context it returns 0 at once and the context's wait reports the
+// write.
 func (s *Store) AppendMessage(ctx context.Context, m Message) (int64, error) {
 	if err := m.validate(); err != nil {
 		return 0, err
@@ -360,23 +361,20 @@ func (s *Store) AppendMessage(ctx context.Context, m Message) (int64, error) {
 	}
 	op := fmt.Sprintf("appending a message to conversation %q", m.Conversation)
 	var id int64
-	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
+	deferred, err := s.writeBehind(ctx, op, func(ctx context.Context, tx txn) error {
 		if ok, err := touch(ctx, tx, op, m.Conversation, m.CreatedAt); err != nil {
 			return err
 		} else if !ok {
 			return notFound("conversation %q", m.Conversation)
 		}
 		var err error
-		id, err = insertID(ctx, tx, op, `INSERT INTO messages (conversation, role, text, tool_calls,
-				call_id, skill, arguments, ok, result, result_text, error_kind, error_detail,
-				fuel, duration_us, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, err = insertID(ctx, tx, op, sqlInsertMessage,
 			m.Conversation, m.Role, m.Text, nullJSON(m.ToolCalls),
 			m.CallID, m.Skill, nullJSON(m.Arguments), m.OK, nullJSON(m.Result), m.ResultText, m.ErrorKind, m.ErrorDetail,
 			fuelToDB(m.Fuel), m.DurationUS, unixNanos(m.CreatedAt))
 		return err
 	})
-	if err != nil {
+	if err != nil || deferred {
 		return 0, err
 	}
 	return id, nil
@@ -457,15 +455,13 @@ func (s *Store) InsertApproval(ctx context.Context, a Approval) error {
 		}
 	}
 	op := fmt.Sprintf("recording approval %q", a.ID)
-	return s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writeBatched(ctx, op, func(ctx context.Context, tx txn) error {
 		if ok, err := touch(ctx, tx, op, a.Conversation, a.RequestedAt); err != nil {
 			return err
 		} else if !ok {
 			return notFound("conversation %q", a.Conversation)
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, conversation, call_id, skill, permission,
-				arguments, arguments_hash, status, decided_by, requested_at, expires_at, decided_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		res, err := tx.ExecContext(ctx, sqlInsertApproval,
 			a.ID, a.Conversation, a.CallID, a.Skill, a.Permission, nullJSON(a.Arguments), a.ArgumentsHash,
 			a.Status, a.DecidedBy, unixNanos(a.RequestedAt), nullTime(a.ExpiresAt), nullTime(a.DecidedAt))
 		if err != nil {
@@ -498,11 +494,10 @@ func (s *Store) DecideApproval(ctx context.Context, id, status, decidedBy string
 	}
 	op := fmt.Sprintf("deciding approval %q", id)
 	var late *DecidedError
-	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.writeBatched(ctx, op, func(ctx context.Context, tx txn) error {
 		var conv, cur, by string
 		var expires, decided sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT conversation, status, decided_by, expires_at, decided_at
-			FROM approvals WHERE id = ?`, id).Scan(&conv, &cur, &by, &expires, &decided)
+		err := tx.QueryRowContext(ctx, sqlApprovalState, id).Scan(&conv, &cur, &by, &expires, &decided)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("approval %q", id)
 		}
@@ -516,8 +511,7 @@ func (s *Store) DecideApproval(ctx context.Context, id, status, decidedBy string
 			status, decidedBy = ApprovalExpired, DecidedByTimeout
 			late = &DecidedError{ID: id, Status: status, DecidedBy: decidedBy, DecidedAt: at.UTC()}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?
-			WHERE id = ? AND status = 'pending'`, status, decidedBy, unixNanos(at), id); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlDecideApproval, status, decidedBy, unixNanos(at), id); err != nil {
 			return dbErr(ctx, op, err)
 		}
 		_, err = touch(ctx, tx, op, conv, at)
@@ -554,7 +548,7 @@ func scanApproval(r scanner) (Approval, error) {
 
 // GetApproval returns the approval, or an errs.ErrNotFound error.
 func (s *Store) GetApproval(ctx context.Context, id string) (Approval, error) {
-	row := s.reader.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id)
+	row := s.readRow(ctx, sqlGetApproval, id)
 	a, err := scanApproval(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Approval{}, notFound("approval %q", id)
@@ -582,7 +576,7 @@ func (s *Store) ExpirePendingApprovals(ctx context.Context, at time.Time) (int, 
 	}
 	op := "expiring pending approvals"
 	var n int64
-	err := s.writeBatched(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.writeBatched(ctx, op, func(ctx context.Context, tx txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?
 			WHERE status = 'pending'`, ApprovalExpired, DecidedByTimeout, unixNanos(at))
 		if err != nil {

@@ -151,9 +151,7 @@ func (s *Store) ListSkills(ctx context.Context) ([]InstalledSkill, error) {
 func (s *Store) SkillsFingerprint(ctx context.Context) (string, error) {
 	var n int64
 	var sum, names string
-	err := s.reader.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(updated_at % 1000000007), 0),
-		coalesce(group_concat(name || ':' || sha256, ','), '')
-		FROM (SELECT name, sha256, updated_at FROM installed_skills ORDER BY name)`).Scan(&n, &sum, &names)
+	err := s.readRow(ctx, sqlSkillsFingerprint).Scan(&n, &sum, &names)
 	if err != nil {
 		return "", dbErr(ctx, "fingerprinting installed skills", err)
 	}

@@ -167,6 +167,8 @@ type Store struct {
 	reader *sql.DB // query_only connections
 	now    func() time.Time
 	batch  batcher // writes waiting for a group commit (batch.go)
+	writes statements // prepared on the writer (stmts.go)
+	reads  statements // prepared on the readers
 }
 
 // Open opens the database at path, creating it (and its parent directory, 0700)
@@ -227,14 +229,21 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s.reader.SetMaxOpenConns(readers)
 	s.reader.SetMaxIdleConns(readers)
+	if s.writes, err = prepare(ctx, s.writer, preparedWrites); err == nil {
+		s.reads, err = prepare(ctx, s.reader, preparedReads)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // Close closes the database. The last connection to close checkpoints the WAL.
 func (s *Store) Close() error {
-	var err error
+	err := errors.Join(s.reads.close(), s.writes.close())
 	if s.reader != nil {
-		err = s.reader.Close()
+		err = errors.Join(err, s.reader.Close())
 	}
 	if err2 := s.writer.Close(); err2 != nil {
 		err = errors.Join(err, err2)
