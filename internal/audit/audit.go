@@ -58,6 +58,7 @@ func Recorder(st *store.Store, log *slog.Logger) func(ctx context.Context, o app
 		}
 		e.BytesRead, e.BytesWritten = used.BytesRead, used.BytesWritten
 		e.Paths, e.Hosts, e.Addresses = used.Paths, used.Hosts, used.Addresses
+		var rows []store.AuditEntry
 		if o.Asked {
 			a := e
 			a.Kind, a.Outcome, a.Detail = store.AuditApproval, "approved", approvalDetail(o)
@@ -69,11 +70,11 @@ func Recorder(st *store.Store, log *slog.Logger) func(ctx context.Context, o app
 			case o.Err != nil && o.Result == nil && errs.KindOf(o.Err) == errs.KindForbidden:
 				a.Outcome = "refused"
 			}
-			if _, err := st.AppendAudit(ctx, a); err != nil && log != nil {
-				log.Error("writing the audit log", "skill", e.Skill, "err", err)
-			}
+			rows = append(rows, a)
 		}
-		if _, err := st.AppendAudit(ctx, e); err != nil && log != nil {
+		// One durable write for both rows: the call's result waits for
+		// one commit, not two.
+		if _, err := st.AppendAudits(ctx, append(rows, e)...); err != nil && log != nil {
 			log.Error("writing the audit log", "skill", e.Skill, "err", err)
 		}
 	}
