@@ -165,7 +165,13 @@ func (s *Server) startCall(call catalog.Call, done func()) error {
 			s.dropIdle(c)
 			s.mu.Unlock()
 		}()
-		s.runCall(callCtx, call)
+		// Few calls start at once (starts.go); the call's writes after
+		// its question (the decision when it expires, the audit rows,
+		// the tool result) finish work someone waits on: they go ahead
+		// of the writes that start new calls.
+		release := s.starts.acquire(callCtx)
+		defer release()
+		s.runCall(withStarted(store.Finishing(callCtx), release), call)
 	}()
 	return nil
 }
@@ -173,6 +179,9 @@ func (s *Server) startCall(call catalog.Call, done func()) error {
 // runCall invokes through the gate and reports the result.
 func (s *Server) runCall(ctx context.Context, call catalog.Call) {
 	start := time.Now()
+	// The gate's audit rows and the tool message below share one commit;
+	// the result goes out once it is durable.
+	ctx, stored := store.Deferred(ctx)
 	res, err := s.gate.Invoke(ctx, call)
 	f := toolResultFrame{Type: "tool_result", ConversationID: call.Conversation, CallID: call.ID, Skill: call.Skill}
 	msg := store.Message{Conversation: call.Conversation, Role: "tool", CallID: call.ID, Skill: call.Skill, Arguments: call.Arguments}
@@ -190,8 +199,9 @@ func (s *Server) runCall(ctx context.Context, call catalog.Call) {
 			msg.ResultText = string(res.Output)
 		}
 	}
-	if _, perr := s.opts.Store.AppendMessage(context.WithoutCancel(ctx), msg); perr != nil {
-		s.log.Error("storing a tool result", "conversation", call.Conversation, "call", call.ID, "err", perr)
+	_, perr := s.opts.Store.AppendMessage(context.WithoutCancel(ctx), msg)
+	if perr = errors.Join(perr, stored()); perr != nil {
+		s.log.Error("storing a call's audit rows and tool result", "conversation", call.Conversation, "call", call.ID, "err", perr)
 	}
 	s.log.Info("invocation", "conversation", call.Conversation, "call", call.ID, "skill", call.Skill,
 		"arguments_sha256", catalog.ArgumentsHash(call.Arguments)[:16], "ok", f.OK, "kind", kindOf(f.Error),
@@ -242,7 +252,8 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 		Arguments: args, PermissionLevel: string(req.Permission), ExpiresAt: expires, ArgumentsHash: q.hash, Touches: req.Touches,
 		Targets: targetsOrEmpty(req.Targets), Reason: req.Reason,
 	})
-	err := s.opts.Store.InsertApproval(ctx, store.Approval{
+	// Asking starts work: the request is an ordinary write (store.Finishing).
+	err := s.opts.Store.InsertApproval(store.Ordinary(ctx), store.Approval{
 		ID: q.id, Conversation: req.Conversation, CallID: req.CallID, Skill: req.Skill, Permission: string(req.Permission),
 		Arguments: args, ArgumentsHash: q.hash, Status: "pending", RequestedAt: now, ExpiresAt: expires,
 	})
@@ -256,6 +267,7 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 	s.mu.Unlock()
 	s.log.Info("approval requested", "conversation", req.Conversation, "approval", q.id, "skill", req.Skill, "call", req.CallID)
 	s.broadcast(req.Conversation, q.frame)
+	started(ctx) // the question is out: the next call may start
 
 	var approved bool
 	var reason, status string
@@ -335,7 +347,7 @@ func (s *Server) answer(ctx context.Context, convID, id string, approved bool, h
 	}
 	// The first answer is stored before it is acted on: nothing runs on an
 	// approval that a crash could forget.
-	if err := s.opts.Store.DecideApproval(ctx, id, q.status, "user", time.Now().UTC()); err != nil {
+	if err := s.opts.Store.DecideApproval(store.Finishing(ctx), id, q.status, "user", time.Now().UTC()); err != nil {
 		s.log.Error("storing an approval decision", "approval", id, "err", err)
 	}
 	q.answer <- approved

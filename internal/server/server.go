@@ -137,7 +137,8 @@ func (o *Options) defaults() {
 type Server struct {
 	opts    Options
 	gate    Gate
-	agent   Agent // nil: no provider
+	starts  *starts // how many calls may be starting at once (starts.go)
+	agent   Agent   // nil: no provider
 	log     *slog.Logger
 	session string // the session cookie's value
 	mux     *http.ServeMux
@@ -167,6 +168,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger, session: sessionValue(opts.Token),
 		ctx: ctx, cancel: cancel,
 		convs: map[string]*conv{}, pending: map[string]*question{}, clients: map[*client]struct{}{},
+		starts: newStarts(0, startLease),
 	}
 	s.gate = opts.NewGate(approval.AskerFunc(s.ask))
 	if opts.NewAgent != nil {
