@@ -166,7 +166,7 @@ type Store struct {
 	writer *sql.DB // one connection; BEGIN IMMEDIATE
 	reader *sql.DB // query_only connections
 	now    func() time.Time
-	batch  batcher // writes waiting for a group commit (batch.go)
+	batch  batcher    // writes waiting for a group commit (batch.go)
 	writes statements // prepared on the writer (stmts.go)
 	reads  statements // prepared on the readers
 }
