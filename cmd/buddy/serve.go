@@ -18,6 +18,7 @@ import (
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/mcpserver"
+	"github.com/buddy-run/buddy/internal/osmem"
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/server"
 )
@@ -128,6 +129,14 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if remote {
 		log.Warn("LISTENING ON A NON-LOOPBACK ADDRESS: anyone who can reach it and has the token can run your skills", "listen", ln.Addr().String())
 	}
+	// Everything is up: give back what start-up touched once (the
+	// executable's pages its packages' init functions read, the heap's
+	// garbage); what serving uses comes back on first use (internal/osmem).
+	if r, err := osmem.ReleaseStartup(); err != nil && !errors.Is(err, osmem.ErrUnsupported) {
+		log.Warn("releasing start-up memory", "err", err)
+	} else {
+		log.Info("start-up memory released", "rss_before_mib", mebibytes(r.Before), "rss_after_mib", mebibytes(r.After))
+	}
 	addr := ln.Addr().String()
 	fmt.Fprintf(a.stdout, "buddy is serving on http://%s/\nopen the page: http://%s/#token=%s\n", addr, addr, tok)
 	log.Info("serving", "listen", addr, "config", cfg.Path, "skills", len(live.Current().Skills()), "provider", cfg.Provider.Kind, "model", cfg.Provider.Model)
@@ -170,6 +179,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		}
 	}
 }
+
+// mebibytes rounds bytes to tenths of MiB for the log.
+func mebibytes(b int64) float64 { return float64(b*10/(1<<20)) / 10 }
 
 // reload re-reads buddy.toml on SIGHUP: new grants and policies apply to new
 // calls; a file that does not load is reported and the old configuration
