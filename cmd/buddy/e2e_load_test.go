@@ -201,9 +201,29 @@ func TestLoad(t *testing.T) {
 	t.Logf(`load: %d sessions × %d write_file call(s) per phase (approval "always"), 0 errors
   burst (all sessions at once)  %s
   paced (%d invocations/s)      %s
-  server RSS  idle %s, %d sessions connected %s, peak sampled %s, VmHWM %s`,
+  server RSS  idle %s, %d sessions connected %s, peak sampled %s, VmHWM %s
+  creating a file in write_file's directory (this machine's share of each call): %s`,
 		n, loadCallsPerSession, burst, rate, paced,
-		mib(idle), n, mib(connected), mib(peak.Load()), mib(hwm))
+		mib(idle), n, mib(connected), mib(peak.Load()), mib(hwm), createCost(t, files))
+}
+
+// createCost times creating and removing files in dir, as write_file does
+// once per call: on some filesystems (ext4 placing a new directory in a busy
+// block group, seen here) it costs the kernel hundreds of microseconds of CPU
+// a file, which the server's other work then lacks.
+func createCost(t *testing.T, dir string) string {
+	const n = 200
+	start := time.Now()
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf(".create-cost-%d", i))
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			t.Fatalf("creating %s: %v", p, err)
+		}
+		f.Close()
+		os.Remove(p)
+	}
+	return fmt.Sprintf("%.0f µs a file", float64(time.Since(start).Microseconds())/n)
 }
 
 // loadPhase is what one phase of TestLoad measured.
