@@ -132,10 +132,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	// Everything is up: give back what start-up touched once (the
 	// executable's pages its packages' init functions read, the heap's
 	// garbage); what serving uses comes back on first use (internal/osmem).
-	if r, err := osmem.ReleaseStartup(); err != nil && !errors.Is(err, osmem.ErrUnsupported) {
-		log.Warn("releasing start-up memory", "err", err)
-	} else {
+	switch r, err := osmem.ReleaseStartup(); {
+	case err == nil:
 		log.Info("start-up memory released", "rss_before_mib", mebibytes(r.Before), "rss_after_mib", mebibytes(r.After))
+	case !errors.Is(err, osmem.ErrUnsupported):
+		log.Warn("releasing start-up memory", "err", err)
 	}
 	addr := ln.Addr().String()
 	fmt.Fprintf(a.stdout, "buddy is serving on http://%s/\nopen the page: http://%s/#token=%s\n", addr, addr, tok)
