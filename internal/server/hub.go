@@ -179,8 +179,9 @@ func (s *Server) startCall(call catalog.Call, done func()) error {
 // runCall invokes through the gate and reports the result.
 func (s *Server) runCall(ctx context.Context, call catalog.Call) {
 	start := time.Now()
-	// The gate's audit rows and the tool message below share one commit;
-	// the result goes out once it is durable.
+	// The gate's audit rows and the tool message below are queued back to
+	// back and usually share one commit; the result goes out once both are
+	// durable.
 	ctx, stored := store.Deferred(ctx)
 	res, err := s.gate.Invoke(ctx, call)
 	f := toolResultFrame{Type: "tool_result", ConversationID: call.Conversation, CallID: call.ID, Skill: call.Skill}

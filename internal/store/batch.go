@@ -125,7 +125,8 @@ func (s *Store) enqueue(ctx context.Context, op string, fn func(ctx context.Cont
 // errors, joined). The writes still commit in order, each as durable as ever;
 // nothing is acknowledged until wait returns. The server runs a call under it
 // so that the call's audit rows (written by the gate) and its tool message
-// (written by the server) share one commit before the tool_result goes out.
+// (written by the server) are queued back to back, so they usually share one
+// commit, and the tool_result goes out once both are durable.
 // Every other write under the context is made as usual.
 func Deferred(ctx context.Context) (context.Context, func() error) {
 	g := &deferredWrites{}
