@@ -93,8 +93,7 @@ func (s *Store) queued() int {
 
 // TestFinishingWritesGoFirst: writes queued while the writer is busy commit
 // finishing ones first, with at most minOrdinary ordinary ones in their
-// transaction; the ordinary ones follow in the order they came, maxOrdinary
-// to a transaction.
+// transaction; the ordinary ones follow in the order they came.
 func TestFinishingWritesGoFirst(t *testing.T) {
 	s := openTest(t, Options{})
 	ctx := t.Context()
@@ -123,8 +122,7 @@ func TestFinishingWritesGoFirst(t *testing.T) {
 }
 
 // TestOrdinaryWritesNotStarved: ordinary writes join every transaction of
-// finishing writes, however many of those wait; and a long queue of ordinary
-// writes alone commits maxOrdinary at a time.
+// finishing writes, however many of those wait.
 func TestOrdinaryWritesNotStarved(t *testing.T) {
 	s := openTest(t, Options{})
 	ctx := t.Context()
@@ -142,18 +140,37 @@ func TestOrdinaryWritesNotStarved(t *testing.T) {
 	if first != maxBatch+1 || !slices.Contains(log.ran[:first], "ordinary") {
 		t.Errorf("first transaction: %d writes, ordinary in it: %v; want %d with the ordinary one", first, slices.Contains(log.ran[:first], "ordinary"), maxBatch+1)
 	}
+}
 
-	var log2 writeLog
-	release = holdWriter(t, s)
-	ctxs, fns = nil, nil
-	for range 2*maxOrdinary + 3 {
-		ctxs, fns = append(ctxs, ctx), append(fns, log2.fn("ordinary"))
-	}
-	wait = queueWrites(t, s, ctxs, fns)
-	release()
-	wait()
-	if got := log2.transactions(); !slices.Equal(got, []int{maxOrdinary, maxOrdinary, 3}) {
-		t.Errorf("transactions of %v ordinary writes, want [%d %d 3]", got, maxOrdinary, maxOrdinary)
+// TestOrdinaryBatchSize: ordinary writes alone are grouped maxOrdinary to a
+// transaction while calls are finishing, and up to maxBatch otherwise.
+func TestOrdinaryBatchSize(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := t.Context()
+	for _, c := range []struct {
+		name          string
+		lastFinishing time.Time
+		want          []int
+	}{
+		{"calls finishing", time.Now().Add(time.Hour), []int{maxOrdinary, maxOrdinary, 3}},
+		{"no call finishing", time.Time{}, []int{2*maxOrdinary + 3}},
+	} {
+		var log writeLog
+		release := holdWriter(t, s)
+		var ctxs []context.Context
+		var fns []func(context.Context, txn) error
+		for range 2*maxOrdinary + 3 {
+			ctxs, fns = append(ctxs, ctx), append(fns, log.fn("ordinary"))
+		}
+		wait := queueWrites(t, s, ctxs, fns)
+		s.batch.mu.Lock()
+		s.batch.lastFinishing = c.lastFinishing
+		s.batch.mu.Unlock()
+		release()
+		wait()
+		if got := log.transactions(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: transactions of %v ordinary writes, want %v", c.name, got, c.want)
+		}
 	}
 }
 
