@@ -289,15 +289,7 @@ func (s *Server) Close(ctx context.Context) error {
 	// within the write timeout (or ctx) is closed regardless.
 	var wg sync.WaitGroup
 	for _, c := range clients {
-		wg.Go(func() {
-			flushed := make(chan struct{})
-			go func() { c.shutdown(); close(flushed) }()
-			select {
-			case <-flushed:
-			case <-ctx.Done():
-				c.close(websocket.CloseGoingAway, "server shutting down")
-			}
-		})
+		wg.Go(func() { c.shutdown(ctx) })
 	}
 	wg.Wait()
 	return err

@@ -135,10 +135,15 @@ func (cl *client) close(code int, reason string) {
 // shutdown closes the connection with 1001 once the frames already queued
 // are sent (each within the write timeout): a server that stops still
 // delivers the approval_resolved and tool_result frames its ending produced.
-// It returns when the connection is closed.
-func (cl *client) shutdown() {
+// When ctx ends first the connection is closed at once. It returns when the
+// connection is closed.
+func (cl *client) shutdown(ctx context.Context) {
 	cl.fonce.Do(func() { close(cl.flush) })
-	<-cl.done
+	select {
+	case <-cl.done:
+	case <-ctx.Done():
+		cl.close(websocket.CloseGoingAway, "server shutting down")
+	}
 }
 
 // writeLoop drains the queue and pings.
@@ -158,16 +163,11 @@ func (cl *client) writeLoop() {
 		case <-cl.done:
 			return
 		case <-cl.flush:
-			for {
-				select {
-				case f := <-cl.out:
-					if !write(f) {
-						return
-					}
-					continue
-				default:
+			// This loop is the queue's only reader: what len counts is there.
+			for len(cl.out) > 0 {
+				if !write(<-cl.out) {
+					return
 				}
-				break
 			}
 			cl.close(websocket.CloseGoingAway, "server shutting down")
 			return
