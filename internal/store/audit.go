@@ -79,30 +79,37 @@ func (s *Store) AppendAudits(ctx context.Context, entries ...AuditEntry) ([]int6
 			return nil, err
 		}
 	}
-	op := fmt.Sprintf("auditing %s of %q", entries[0].Kind, entries[0].Skill)
+	// What does not depend on the chain is prepared here, not on the one
+	// writer goroutine.
+	ops := make([]string, len(entries))
+	lists := make([][3]string, len(entries))
+	for i, e := range entries {
+		ops[i] = fmt.Sprintf("auditing %s of %q", e.Kind, e.Skill)
+		lists[i] = [3]string{jsonList(e.Paths), jsonList(e.Hosts), jsonList(e.Addresses)}
+	}
 	ids := make([]int64, len(entries))
-	deferred, err := s.writeBehind(ctx, op, func(ctx context.Context, tx txn) error {
+	deferred, err := s.writeBehind(ctx, ops[0], func(ctx context.Context, tx txn) error {
+		prev, err := sealAudit(ctx, tx, ops[0])
+		if err != nil {
+			return err
+		}
 		for i := range entries {
-			e := &entries[i]
-			op := fmt.Sprintf("auditing %s of %q", e.Kind, e.Skill)
-			if e.Conversation != "" {
+			e, op := &entries[i], ops[i]
+			// One touch per conversation and time: a call's rows share both.
+			if e.Conversation != "" && (i == 0 || e.Conversation != entries[i-1].Conversation || e.Time.After(entries[i-1].Time)) {
 				if _, err := touch(ctx, tx, op, e.Conversation, e.Time); err != nil {
 					return err
 				}
 			}
-			prev, err := sealAudit(ctx, tx, op)
-			if err != nil {
-				return err
-			}
 			e.PrevHash, e.Hash = prev, auditHash(*e, prev)
-			paths, hosts, addrs := jsonList(e.Paths), jsonList(e.Hosts), jsonList(e.Addresses)
 			ids[i], err = insertID(ctx, tx, op, sqlInsertAudit,
 				unixNanos(e.Time), e.Kind, e.Conversation, e.Skill, e.Version, e.ModuleSHA256, e.ArgumentsHash,
 				e.Outcome, e.Detail, e.Asked, fuelToDB(e.Fuel), e.DurationUS, e.BytesIn, e.BytesOut,
-				e.BytesRead, e.BytesWritten, paths, hosts, addrs, e.PrevHash, e.Hash)
+				e.BytesRead, e.BytesWritten, lists[i][0], lists[i][1], lists[i][2], e.PrevHash, e.Hash)
 			if err != nil {
 				return err
 			}
+			prev = e.Hash
 		}
 		return nil
 	})
