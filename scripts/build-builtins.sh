@@ -24,7 +24,7 @@ fi
 # a 4 KiB read_file 6x the instructions); the built-ins keep their
 # allocations proportional to the data and their memory caps allow for it.
 # builtins-src/tinygo-target.json is wasm-unknown with bulk memory on: a copy
-# is one memory.copy (metered per 64 bytes) instead of a loop of loads and
+# is one memory.copy (one fuel unit per 8 bytes) instead of a loop of loads and
 # stores, which cost a 4 KiB read_file ~19,000 of its ~68,000 instructions.
 flags=(-target="$root/builtins-src/tinygo-target.json" -no-debug -gc=leaking -opt=2)
 

@@ -11,10 +11,30 @@ import (
 // lists its fields (Fielder) is decoded by a small parser instead, which takes
 // only the plainest JSON: one object, each key spelled exactly as listed and
 // at most once, values of the listed types. Anything else — a key in another
-// case, an unknown or repeated key, a null where it matters, a lone
+// case, an unknown or repeated key, a null in a string map, a lone
 // surrogate, invalid UTF-8, bad syntax — goes to encoding/json as before, so
 // every input decodes to the same value, or fails with the same error, either
 // way.
+
+// smallRest is the most an escaped string's buffer may overshoot it by
+// (decoder.string).
+const smallRest = 64 << 10
+
+// stringEnd is the index of the quote that closes the string whose escape
+// starts at data[i], or -1.
+func stringEnd(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case '\\':
+			i += 2
+		case '"':
+			return i
+		default:
+			i = stringPrefix(data, i+1)
+		}
+	}
+	return -1
+}
 
 // Field binds a key of a JSON object input to a variable; make one with
 // StringField, StringPtrField, IntField or BoolField.
@@ -295,8 +315,11 @@ func (d *decoder) string() (string, bool) {
 	}
 	data := d.data
 	i, run := d.i, d.i
-	// buf is nil until the first escape, then has room for the rest of data:
-	// unescaping only shortens, so buf[n] never goes past it.
+	// buf is nil until the first escape, then has room for the rest of the
+	// string (unescaping only shortens, so buf[n] never goes past it): the
+	// rest of data when that is small, else the string's own length, found
+	// first, so that a short string before a long one does not cost the
+	// long one's size (the leaking GC never gives it back).
 	var buf []byte
 	n := 0
 	for {
@@ -314,7 +337,15 @@ func (d *decoder) string() (string, bool) {
 			return unsafe.String(unsafe.SliceData(buf), n), true
 		case c == '\\':
 			if buf == nil {
-				buf = make([]byte, len(data)-run)
+				size := len(data) - run
+				if size > smallRest {
+					end := stringEnd(data, i)
+					if end < 0 {
+						return "", false
+					}
+					size = end - run
+				}
+				buf = make([]byte, size)
 			}
 			n += copy(buf[n:], data[run:i])
 			if i+1 >= len(data) {

@@ -3,6 +3,7 @@ package skillkit
 import (
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,27 @@ func (in *fieldsInput) JSONFields() []Field {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestEscapedStringAllocatesItsLength: a string with an escape is unescaped
+// into a buffer of its own length, not of the rest of the input (a 7-byte
+// path before a 10 MiB content cost 10 MiB).
+func TestEscapedStringAllocatesItsLength(t *testing.T) {
+	content := strings.Repeat("x", 4<<20)
+	in := []byte(`{"s":"a\\b.txt","p":"` + content + `"}`)
+	var v fieldsInput
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if !decodeFields(in, v.JSONFields()) {
+		t.Fatal("refused")
+	}
+	runtime.ReadMemStats(&after)
+	if v.S != `a\b.txt` || v.P == nil || len(*v.P) != len(content) {
+		t.Fatalf("decoded %q and %d bytes", v.S, len(*v.P))
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("decoding allocated %d bytes, want far less than the %d-byte input", got, len(in))
+	}
+}
 
 func TestDecodeFields(t *testing.T) {
 	long := strings.Repeat("0123456789abcdef", 300)

@@ -45,8 +45,8 @@ func hostRecallRaw(req uint64) uint64
 
 func hostSetError(msg string) { kernelErrorSet(storeBlock([]byte(msg))) }
 
-// The Extism kernel functions skillkit uses, imported as go-pdk imports them
-// (the same module, names and signatures), and buddy's bulk copies between
+// The Extism kernel functions skillkit uses (module extism:host/env, with
+// the names and signatures of the Extism ABI), and buddy's bulk copies between
 // kernel memory and the guest's own (docs/HOST_ABI.md): an input, an output,
 // an argument or a host result crosses in one host call, where the Extism
 // ABI's load_u64/store_u64 take one per 8 bytes.

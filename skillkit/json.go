@@ -128,18 +128,19 @@ func plainPrefix(s string, i int) int {
 // separators U+2028/U+2029 as encoding/json does. Invalid UTF-8 becomes
 // U+FFFD.
 func AppendJSONString(dst []byte, s string) []byte {
-	dst, _ = appendJSONString(dst, s)
+	dst, _ = appendJSONString(dst, s, false)
 	return dst
 }
 
 // Text adds a string field from bytes that must be UTF-8 text, and reports
 // whether they were: if not, the object is left as it was. It checks and
-// escapes in one pass (utf8.Valid then Bytes would read v twice).
+// escapes in one pass (utf8.Valid then Bytes would read v twice), and stops
+// at the first invalid byte (a binary file is refused without escaping it).
 func (o *Object) Text(k string, v []byte) bool {
 	n := len(o.buf)
 	o.key(k)
 	var valid bool
-	o.buf, valid = appendJSONString(o.buf, unsafe.String(unsafe.SliceData(v), len(v)))
+	o.buf, valid = appendJSONString(o.buf, unsafe.String(unsafe.SliceData(v), len(v)), true)
 	if !valid {
 		o.buf = o.buf[:n]
 	}
@@ -147,11 +148,12 @@ func (o *Object) Text(k string, v []byte) bool {
 }
 
 // appendJSONString is AppendJSONString, also reporting whether s was valid
-// UTF-8. Runs of bytes that need no escaping are found 8 bytes at a time and
+// UTF-8; with strict, it returns at the first invalid byte (dst is then
+// unfinished: the caller drops it). Runs of bytes that need no escaping are found 8 bytes at a time and
 // appended with one copy each; from a word with some byte to escape or check
 // on, bytes are written one by one (into room reserved for the longest
 // escapes) until a plain word comes again.
-func appendJSONString(dst []byte, s string) ([]byte, bool) {
+func appendJSONString(dst []byte, s string, strict bool) ([]byte, bool) {
 	valid := true
 	dst = append(dst, '"')
 	p := unsafe.Pointer(unsafe.StringData(s))
@@ -201,6 +203,9 @@ func appendJSONString(dst []byte, s string) ([]byte, bool) {
 				r, size := utf8.DecodeRuneInString(s[i:])
 				switch {
 				case r == utf8.RuneError && size == 1:
+					if strict {
+						return dst[:n], false
+					}
 					valid = false
 					n += copy(out[n:], `\ufffd`)
 				case r == '\u2028' || r == '\u2029':

@@ -66,7 +66,7 @@ func TestAppendJSONStringEveryOffset(t *testing.T) {
 				base := strings.Repeat("x", n)
 				s := base[:at] + sp + base[at:]
 				want, _ := json.Marshal(s)
-				got, valid := appendJSONString([]byte("prefix"), s)
+				got, valid := appendJSONString([]byte("prefix"), s, false)
 				if string(got) != "prefix"+string(want) {
 					t.Fatalf("appendJSONString(%q) = %s, want %s", s, got[6:], want)
 				}
@@ -89,6 +89,15 @@ func TestObjectText(t *testing.T) {
 	}
 	if got := string(o.JSON()); got != `{"n":1,"content":"line\n\u003cé\u003e"}` {
 		t.Errorf("object %s", got)
+	}
+	// A binary blob is refused at its first invalid byte, not escaped whole
+	// first (6 bytes out per byte in: a 10 MiB file cost 168 MiB).
+	blob := append([]byte("ab\x80"), make([]byte, 1<<20)...)
+	for i := range blob[3:] {
+		blob[3+i] = 0x80
+	}
+	if out, valid := appendJSONString(nil, string(blob), true); valid || len(out) > 64 {
+		t.Errorf("strict escaping of a binary blob: valid %v, %d bytes written, want false and a few", valid, len(out))
 	}
 	var empty Object
 	if empty.Text("bad", []byte{0xff}) || string(empty.JSON()) != "{}" {

@@ -113,7 +113,10 @@ func Input() []byte { return hostInput() }
 
 // InputJSON decodes the input into v; bad JSON is an ErrInvalidInput error.
 // An empty input is {}. A v that implements Fielder is decoded without
-// reflection when the input is plain enough, with the same result.
+// reflection when the input is plain enough, with the same result (v must
+// then be a non-nil pointer: JSONFields takes its fields' addresses, and a
+// field already holding a pointer gets a new one rather than being written
+// through).
 func InputJSON(v any) error { return decodeInput(hostInput(), v) }
 
 func decodeInput(in []byte, v any) error {

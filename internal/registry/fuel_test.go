@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/buddy-run/buddy/internal/errs"
 )
 
 // TestBuiltinsFuel runs typical calls of the built-ins through the registry
@@ -72,5 +74,22 @@ allowed_domains = [%q]
 			t.Errorf("%s %s: fuel %d then %d", c.skill, c.what, fuel[0], fuel[1])
 		}
 		t.Logf("%-12s %-32s %10d", c.skill, c.what, fuel[0])
+	}
+}
+
+// TestReadFileRefusesLargeBinary: read_file refuses a binary file near its
+// size limit with a clean invalid_input, not by running out of memory while
+// escaping it first (each invalid byte would become six: 8 MiB of 0x80 bytes
+// would need ~100 MiB under read_file's 128 MiB cap and leaking GC).
+func TestReadFileRefusesLargeBinary(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "blob.bin"), bytes.Repeat([]byte{0x80}, 8<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := parseConfig(t, fmt.Sprintf("[skills.read_file]\nallowed_directories = [%s]\n", tomlString(dir)))
+	reg := newRegistry(t, newRuntime(t), cfg, newStore(t))
+	_, err := reg.Call(t.Context(), "read_file", []byte(`{"path":"blob.bin"}`))
+	if errs.KindOf(err) != errs.KindInvalidInput || !strings.Contains(fmt.Sprint(err), "is not UTF-8 text") {
+		t.Fatalf("read_file of an 8 MiB binary file: %v; want invalid_input, not UTF-8 text", err)
 	}
 }
