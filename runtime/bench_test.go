@@ -401,7 +401,6 @@ func median(d []time.Duration) time.Duration {
 	return d[len(d)/2]
 }
 
-// waitReady waits until the module's prepared instances are all there.
 // loadReadFile loads the read_file built-in (builtins-wasm/) with a read
 // grant on a directory holding a 4 KiB file, and returns it with the input
 // that reads that file.
@@ -434,6 +433,7 @@ func loadReadFile(b *testing.B, rt *Runtime) (*Module, []byte) {
 	return mod, []byte(`{"path":"f.txt"}`)
 }
 
+// waitReady waits until the module's prepared instances are all there.
 func waitReady(m *Module) {
 	deadline := time.Now().Add(10 * time.Second)
 	for len(m.ready) < cap(m.ready) && time.Now().Before(deadline) {

@@ -71,8 +71,9 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		return nil, err
 	}
 	res := m.manifest.Resources
-	// go-sdk drops an input the kernel cannot hold without a word (RUNTIME.md
-	// §3.2): refuse it before it gets there.
+	// An input takes at most a quarter of the memory cap, as under go-sdk
+	// (whose kernel dropped a larger one without a word: RUNTIME.md §3.2),
+	// so that the guest has room to copy it and answer.
 	maxIn := min(m.r.opts.MaxInputBytes, int64(res.MaxPages())*65536/4)
 	if int64(len(input)) > maxIn {
 		return nil, errs.New(ErrTooLarge, fmt.Sprintf("input of %d bytes is over the %d-byte cap", len(input), maxIn))
@@ -115,7 +116,8 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		defer inst.close(context.WithoutCancel(ctx), st)
 		if m.info.info.HasStart {
 			// The module's start section, run where wazero would have run it
-			// (before anything else) but under this call's limits.
+			// (at instantiation) but under this call's limits; like go-sdk's
+			// call sequence, inst.call runs the guest's initializer first.
 			if _, _, err := inst.call(ctx, st, startExport, nil); err != nil {
 				st.settled = false // a failing start is no guest error_set
 				done <- outcome{err: err}
@@ -132,31 +134,33 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 			goruntime.Gosched()
 		}
 	}
+	var o outcome
 	if m.inline {
 		// Every host function the module can reach is buddy's own, and each
 		// returns by the deadline (the guest itself is stopped at its next
 		// refuel or host call): the call runs on the caller's goroutine,
-		// without the two goroutine hand-offs a worker costs.
+		// without the two goroutine hand-offs a worker costs. Its answer is
+		// there when job returns (its ctx is canceled by then too: no select).
 		job(true)
+		m.refill()
+		o = <-done
 	} else {
 		// A host function buddy does not control (Options.ExtraHostFunctions)
 		// may ignore the context: the call runs on a worker goroutine so that
 		// the caller gets its answer at the deadline regardless; the worker
 		// finishes the job (and releases its slot) when that function returns.
 		m.r.submit(func() { job(false) })
-	}
-	m.refill()
-
-	var o outcome
-	select {
-	case o = <-done:
-	case <-ctx.Done():
+		m.refill()
 		select {
 		case o = <-done:
-		case <-time.After(watchdogGrace):
-			// The guest is still running: its call state is not ours to
-			// read (classify would race with it).
-			return nil, ctxError(ctx, res.Timeout)
+		case <-ctx.Done():
+			select {
+			case o = <-done:
+			case <-time.After(watchdogGrace):
+				// The guest is still running: its call state is not ours
+				// to read (classify would race with it).
+				return nil, ctxError(ctx, res.Timeout)
+			}
 		}
 	}
 	if o.err != nil {
@@ -271,7 +275,7 @@ func (inst *instance) call(ctx context.Context, st *callState, fn string, input 
 	}
 	if !inst.initialized && fn != "_start" && fn != "_initialize" {
 		if err := inst.initialize(ctx); err != nil {
-			return 1, nil, fmt.Errorf("failed to initialize runtime: %v", err)
+			return 1, nil, &initError{err}
 		}
 		inst.initialized = true
 	}
@@ -544,16 +548,19 @@ func (st *callState) flushLogs() {
 	}
 }
 
-// classify turns what go-sdk and wazero return into buddy's typed errors.
+// initError is a failing guest initializer (_initialize, __wasm_call_ctors,
+// hs_init); it keeps its cause's kind.
+type initError struct{ err error }
+
+func (e *initError) Error() string { return "_initialize: " + e.err.Error() }
+func (e *initError) Unwrap() error { return e.err }
+
+// classify turns what wazero and the host functions return into buddy's
+// typed errors.
 func (m *Module) classify(err error, st *callState, rc uint32) error {
 	res := m.manifest.Resources
-	// go-sdk reports a failing reactor _initialize with %v, which drops the
-	// error's type: put back what the runtime itself ended the call with.
-	const initPrefix = "failed to initialize runtime: "
-	inInit := strings.HasPrefix(err.Error(), initPrefix)
-	if inInit {
-		err = errors.New("_initialize: " + strings.TrimPrefix(err.Error(), initPrefix))
-	}
+	var ie *initError
+	inInit := errors.As(err, &ie)
 	if f := st.failure; f != nil && !errors.Is(err, f) {
 		err = fmt.Errorf("%w\n%s", f, err.Error())
 	}

@@ -145,8 +145,8 @@ func TestHostCallWorkIsCapped(t *testing.T) {
 }
 
 // TestInitKeepsErrorKinds: a start section or a reactor's _initialize that
-// runs out of fuel, passes its deadline, traps or hits the memory cap is
-// reported with that kind (go-sdk wraps _initialize's error with %v).
+// runs out of fuel, passes its deadline, traps, hits the memory cap or gets a
+// host function's typed error is reported with that kind.
 func TestInitKeepsErrorKinds(t *testing.T) {
 	fuel := func(r *runtime.Resources) { r.Fuel = 10_000_000 }
 	deadline := func(r *runtime.Resources) { r.Fuel = runtime.MaxFuel; r.Timeout = 300 * time.Millisecond }
@@ -164,6 +164,8 @@ func TestInitKeepsErrorKinds(t *testing.T) {
 		{"initialize/deadline", "hostcalls/init_modes.wasm", "run", "l", deadline, runtime.ErrTimeout, ""},
 		{"initialize/trap", "hostcalls/init_modes.wasm", "run", "t", nil, runtime.ErrTrap, "unreachable"},
 		{"initialize/memory", "hostcalls/init_modes.wasm", "run", "m", nil, runtime.ErrMemoryLimit, "MiB"},
+		// A host function's typed panic (not raised through the call state).
+		{"initialize/too-large", "hostcalls/init_modes.wasm", "run", "o", nil, runtime.ErrTooLarge, "over the"},
 		// _initialize returned (and settled its fuel); the export then traps.
 		{"initialize/then-trap", "hostcalls/init_modes.wasm", "trap_after_init", "", nil, runtime.ErrTrap, "unreachable"},
 		{"initialize/ok", "hostcalls/init_modes.wasm", "run", "", nil, nil, ""},

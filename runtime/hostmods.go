@@ -234,7 +234,8 @@ func (m *Module) kernelFunctions() []hostFunc {
 	}
 	// Bulk copies between the kernel and the guest's own memory
 	// (buddy:host/v1, always linked): what the Extism ABI does 8 bytes per
-	// host call, in one. Charged as a kernel call plus one unit per 64 bytes.
+	// host call, in one. Charged as a light kernel call (kernelLightCost,
+	// like input_length) plus one unit per 64 bytes.
 	out = append(out,
 		fn(hostfns.Namespace, hostfns.FnKernelRead, func(ctx context.Context, mod api.Module, stack []uint64) {
 			st := stateFrom(ctx)

@@ -29,7 +29,8 @@ import (
 //   - load_u8/load_u64 read anywhere in kernel memory (a read past its end
 //     traps); input_load_* read relative to the input block.
 //   - reset frees every block and forgets the input, output and error.
-//   - error_set(0) clears the error; output_set may name any range of memory.
+//   - error_set(0) clears the error; output_set may name any range within
+//     what the blocks reach (beyond it, it traps).
 //
 // Allocation is a bump over the buffer, reusing a freed block of a fitting
 // size (at most about twice the request) and giving back freed blocks at the

@@ -78,12 +78,11 @@ var refusedKernel = map[string]bool{"http_request": true, "http_status_code": tr
 // (kernel.go).
 var wrappedKernel = map[string]bool{"alloc": true, "free": true, "length": true, "length_unsafe": true,
 	"output_set": true, "store_u8": true, "store_u64": true, "reset": true,
-	// Plain forwards with a cached handle (go-sdk looks the export up, and
-	// wazero builds a call engine, on every call of its proxies).
+	// Served by the Go kernel (hostmods.go, kernel.go).
 	"input_length": true, "input_load_u8": true, "load_u8": true, "input_set": true,
 	"input_offset": true, "output_length": true, "output_offset": true,
 	"error_set": true, "error_get": true, "memory_bytes": true,
-	// Loads served from the cached kernel memory (call.go).
+	// Loads from the Go kernel's memory (kernel.go).
 	"load_u64": true, "input_load_u64": true,
 	// Per-call, bounded Extism vars (vars.go).
 	"var_get": true, "var_set": true}
