@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -73,7 +72,7 @@ func (s *Store) InsertSkill(ctx context.Context, sk InstalledSkill) error {
 		sk.UpdatedAt = sk.InstalledAt
 	}
 	op := fmt.Sprintf("installing skill %q", sk.Name)
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeSkills(ctx, op, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO installed_skills (`+skillColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO NOTHING`,
@@ -99,7 +98,7 @@ func (s *Store) ReplaceSkill(ctx context.Context, sk InstalledSkill) error {
 		return err
 	}
 	op := fmt.Sprintf("upgrading skill %q", sk.Name)
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeSkills(ctx, op, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE installed_skills SET
 				version = ?, description = ?, author = ?, wasm_path = ?, sha256 = ?, manifest = ?,
 				capabilities = ?, verification_status = ?, updated_at = ?
@@ -144,26 +143,11 @@ func (s *Store) ListSkills(ctx context.Context) ([]InstalledSkill, error) {
 	return out, nil
 }
 
-// SkillsFingerprint is a short value that changes whenever a skill is
-// installed, upgraded or removed (by this process or another): a long-running
-// reader compares it with the last one it saw instead of listing every row.
-// A status change alone does not change it.
-func (s *Store) SkillsFingerprint(ctx context.Context) (string, error) {
-	var n int64
-	var sum, names string
-	err := s.readRow(ctx, sqlSkillsFingerprint).Scan(&n, &sum, &names)
-	if err != nil {
-		return "", dbErr(ctx, "fingerprinting installed skills", err)
-	}
-	h := sha256.Sum256([]byte(names))
-	return fmt.Sprintf("%d/%s/%x", n, sum, h[:8]), nil
-}
-
 // DeleteSkill removes an installed skill from the registry (not its files, nor
 // its KV entries and memories). It fails with errs.ErrNotFound if absent.
 func (s *Store) DeleteSkill(ctx context.Context, name string) error {
 	op := fmt.Sprintf("removing skill %q", name)
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeSkills(ctx, op, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM installed_skills WHERE name = ?`, name)
 		return affectedOne(ctx, op, res, err, "skill %q", name)
 	})
@@ -211,4 +195,13 @@ func affectedOne(ctx context.Context, op string, res sql.Result, err error, what
 		return notFound(what, args...)
 	}
 	return nil
+}
+
+// writeSkills is write for a change of installed_skills: once committed, the
+// change is stamped (stamp.go).
+func (s *Store) writeSkills(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if err := s.write(ctx, op, fn); err != nil {
+		return err
+	}
+	return s.skillsChanged(op)
 }

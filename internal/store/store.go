@@ -68,6 +68,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -166,9 +167,12 @@ type Store struct {
 	writer *sql.DB // one connection; BEGIN IMMEDIATE
 	reader *sql.DB // query_only connections
 	now    func() time.Time
-	batch  batcher    // writes waiting for a group commit (batch.go)
-	writes statements // prepared on the writer (stmts.go)
-	reads  statements // prepared on the readers
+	batch  batcher     // writes waiting for a group commit (batch.go)
+	writes statements  // prepared on the writer (stmts.go)
+	reads  statements  // prepared on the readers
+	stamp  skillsStamp // installed_skills' change stamp (stamp.go)
+	// fingerprints counts SkillsFingerprint's queries (for tests).
+	fingerprints atomic.Int64
 }
 
 // Open opens the database at path, creating it (and its parent directory, 0700)
@@ -206,7 +210,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, errs.Wrap(errs.ErrConfig, "the database file", err)
 	}
 
-	s := &Store{path: abs, opts: opts.withDefaults(), now: time.Now}
+	s := &Store{path: abs, opts: opts.withDefaults(), now: time.Now, stamp: skillsStamp{path: stampPath(abs)}}
 	s.writer, err = openPool(abs, true)
 	if err != nil {
 		return nil, openErr(abs, err)
@@ -221,6 +225,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	restrictSidecars(abs)
+	// A migration may have changed installed_skills: every open stamps (and
+	// so creates the stamp).
+	if err := s.skillsChanged("opening the database"); err != nil {
+		s.writer.Close()
+		return nil, errs.Wrap(errs.ErrConfig, "the skills stamp", err)
+	}
 
 	s.reader, err = openPool(abs, false)
 	if err != nil {
