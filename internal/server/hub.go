@@ -234,6 +234,12 @@ func (s *Server) cancelConversation(id string) int {
 	return len(c.running)
 }
 
+// finisher is implemented by a store that group-commits (store.Store): told
+// that a finishing write will follow, it keeps its transactions short.
+type finisher interface {
+	ExpectFinishing() (done func())
+}
+
 // ask is the server's approval.Asker: it stores the question, sends an
 // approval_request to the conversation's subscribers and waits for the first
 // answer, the gate's deadline, or the call's cancellation.
@@ -260,6 +266,11 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 	})
 	if err != nil {
 		return false, fmt.Errorf("storing the approval request: %w", err)
+	}
+	// The decision is a finishing write to come: until it is stored, the
+	// store keeps its transactions of new work short.
+	if f, ok := s.opts.Store.(finisher); ok {
+		defer f.ExpectFinishing()()
 	}
 	s.mu.Lock()
 	c := s.liveConv(req.Conversation)

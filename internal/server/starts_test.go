@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/buddy-run/buddy/internal/store"
 )
 
 // acquired reports whether an acquire on l gets a slot within d.
@@ -89,3 +91,7 @@ func TestStartsCanceled(t *testing.T) {
 		t.Error("the default bound is under 2")
 	}
 }
+
+// The server keeps the store's transactions short while a decision is to
+// come (hub.go, ask): the real store must keep offering it.
+var _ finisher = (*store.Store)(nil)

@@ -143,18 +143,33 @@ func TestOrdinaryWritesNotStarved(t *testing.T) {
 }
 
 // TestOrdinaryBatchSize: ordinary writes alone are grouped maxOrdinary to a
-// transaction while calls are finishing, and up to maxBatch otherwise.
+// transaction while calls are finishing or a finishing write is expected
+// (ExpectFinishing), and up to maxBatch otherwise.
 func TestOrdinaryBatchSize(t *testing.T) {
 	s := openTest(t, Options{})
 	ctx := t.Context()
 	for _, c := range []struct {
 		name          string
 		lastFinishing time.Time
+		expect        int // ExpectFinishing calls not done
+		done          int // ExpectFinishing calls done (twice each)
 		want          []int
 	}{
-		{"calls finishing", time.Now().Add(time.Hour), []int{maxOrdinary, maxOrdinary, 3}},
-		{"no call finishing", time.Time{}, []int{2*maxOrdinary + 3}},
+		{"calls finishing", time.Now().Add(time.Hour), 0, 0, []int{maxOrdinary, maxOrdinary, 3}},
+		{"no call finishing", time.Time{}, 0, 0, []int{2*maxOrdinary + 3}},
+		{"a finishing write expected", time.Time{}, 1, 0, []int{maxOrdinary, maxOrdinary, 3}},
+		{"two expected", time.Time{}, 2, 0, []int{maxOrdinary, maxOrdinary, 3}},
+		{"expected, then done", time.Time{}, 0, 2, []int{2*maxOrdinary + 3}},
 	} {
+		var pending []func()
+		for range c.expect {
+			pending = append(pending, s.ExpectFinishing())
+		}
+		for range c.done {
+			done := s.ExpectFinishing()
+			done()
+			done() // a second call does nothing
+		}
 		var log writeLog
 		release := holdWriter(t, s)
 		var ctxs []context.Context
@@ -170,6 +185,15 @@ func TestOrdinaryBatchSize(t *testing.T) {
 		wait()
 		if got := log.transactions(); !slices.Equal(got, c.want) {
 			t.Errorf("%s: transactions of %v ordinary writes, want %v", c.name, got, c.want)
+		}
+		for _, done := range pending {
+			done()
+		}
+		s.batch.mu.Lock()
+		left := s.batch.expecting
+		s.batch.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("%s: %d finishing writes still expected", c.name, left)
 		}
 	}
 }
