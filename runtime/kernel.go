@@ -42,10 +42,9 @@ import (
 // in guest-writable memory, but a store outside every block is still a guest
 // bug that would silently corrupt the input or a host result; it traps.
 type kernel struct {
-	mem   []byte // kernel memory: len is what blocks reach, cap is from pool
-	limit uint64 // most bytes kernel memory may hold (the skill's memory cap)
-	pool  *memoryPool
-	dirty int // the largest len mem reached: what must be zeroed on release
+	mem   []byte       // kernel memory (buf's bytes): len is what blocks reach
+	buf   pooledMemory // from the pool, and back to it zeroed up to what was used
+	limit uint64       // most bytes kernel memory may hold (the skill's memory cap)
 
 	blocks []kblock // by offset
 	free   int      // how many blocks are free
@@ -70,14 +69,12 @@ const kernelMinBytes = 64 << 10
 
 // init prepares an unused kernel for a call.
 func (k *kernel) init(pool *memoryPool, limit uint64) {
-	*k = kernel{pool: pool, limit: limit}
+	*k = kernel{buf: pooledMemory{pool: pool, max: limit, min: kernelMinBytes}, limit: limit}
 }
 
 // release hands the buffer back to the pool (zeroed up to what was used).
 func (k *kernel) release() {
-	if k.mem != nil && k.pool != nil {
-		k.pool.give(k.mem[:cap(k.mem)], k.dirty)
-	}
+	k.buf.Free()
 	k.mem, k.blocks = nil, nil
 }
 
@@ -85,30 +82,19 @@ func (k *kernel) release() {
 // which loads may read anywhere in.
 func (k *kernel) Size() uint64 { return k.limit }
 
-// grow makes mem at least n bytes long, within the limit.
+// grow makes mem n bytes long (the new bytes zero), within the limit.
 func (k *kernel) grow(n uint64) bool {
 	if n > k.limit {
 		return false
 	}
-	if n <= uint64(cap(k.mem)) {
-		k.mem = k.mem[:n]
-	} else {
-		c := max(uint64(kernelMinBytes), 2*uint64(cap(k.mem)), n)
-		c = min(c, max(k.limit, n))
-		var buf []byte
-		if k.pool != nil {
-			buf = k.pool.take(c)
-		} else {
-			buf = make([]byte, 0, c)
-		}
-		buf = append(buf[:0], k.mem...)
-		if k.mem != nil && k.pool != nil {
-			k.pool.give(k.mem[:cap(k.mem)], k.dirty)
-		}
-		k.mem = buf[:n]
-	}
-	k.dirty = max(k.dirty, len(k.mem))
+	k.mem = k.buf.Reallocate(n)
 	return true
+}
+
+// shrink makes mem n bytes long, clearing what it drops.
+func (k *kernel) shrink(n uint64) {
+	clear(k.mem[n:])
+	k.mem = k.buf.Reallocate(n)
 }
 
 // Alloc allocates a block of n bytes, zeroed; 0 when n is 0 or the memory
@@ -132,9 +118,7 @@ func (k *kernel) Alloc(n uint64) uint64 {
 	// guest that frees a large block (a file it read) can allocate a larger
 	// one (its answer) within the cap.
 	for l := len(k.blocks); l > 0 && k.blocks[l-1].free; l-- {
-		b := k.blocks[l-1]
-		clear(k.mem[b.off:])
-		k.mem = k.mem[:b.off]
+		k.shrink(k.blocks[l-1].off)
 		k.blocks = k.blocks[:l-1]
 		k.free--
 	}
@@ -174,8 +158,7 @@ func (k *kernel) Free(off uint64) {
 
 // Reset frees every block and forgets the input, output and error.
 func (k *kernel) Reset() {
-	clear(k.mem)
-	k.mem = k.mem[:0]
+	k.shrink(0)
 	k.blocks = k.blocks[:0]
 	k.free, k.last = 0, 0
 	k.input, k.inputLen, k.output, k.outputLen, k.errOff = 0, 0, 0, 0, 0

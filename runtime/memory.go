@@ -88,22 +88,26 @@ func (p *memoryPool) Allocate(capBytes, maxBytes uint64) experimental.LinearMemo
 	return &pooledMemory{pool: p, max: maxBytes, buf: p.take(max(capBytes, 1))}
 }
 
-// pooledMemory is one instance's linear memory.
+// pooledMemory is one instance's linear memory, or a call's kernel memory
+// (kernel.go).
 type pooledMemory struct {
 	pool *memoryPool
 	buf  []byte
 	max  uint64
-	used int // the largest length handed out: what Free must zero
+	min  uint64 // the least capacity to take from the pool (0: what is asked)
+	used int    // the largest length handed out: what Free must zero
 }
 
-// Reallocate implements experimental.LinearMemory: it grows the memory to
-// size bytes, keeping the contents; the new bytes are zero.
+// Reallocate implements experimental.LinearMemory: it resizes the memory to
+// size bytes, keeping the contents; the new bytes are zero. Growing doubles
+// the capacity, within max. (A caller that shrinks it clears what it drops,
+// as the kernel does: the bytes must be zero when they come back.)
 func (m *pooledMemory) Reallocate(size uint64) []byte {
 	if size > m.max {
 		return nil
 	}
 	if size > uint64(cap(m.buf)) {
-		next := m.pool.take(min(max(size, 2*uint64(cap(m.buf))), m.max))
+		next := m.pool.take(min(max(size, 2*uint64(cap(m.buf)), m.min), m.max))
 		next = next[:len(m.buf)]
 		copy(next, m.buf)
 		m.pool.give(m.buf, m.used)
