@@ -203,5 +203,8 @@ func (s *Store) writeSkills(ctx context.Context, op string, fn func(tx *sql.Tx) 
 	if err := s.write(ctx, op, fn); err != nil {
 		return err
 	}
-	return s.skillsChanged(op)
+	if err := s.stampSkills(); err != nil {
+		return errs.Wrap(errs.ErrUnavailable, op+": done, but a running buddy serve may not see it until restarted", err)
+	}
+	return nil
 }

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-
-	"github.com/buddy-run/buddy/internal/errs"
 )
 
 // The skills stamp. A running server asks SkillsFingerprint before every use
@@ -23,11 +21,15 @@ import (
 // query, and otherwise returns that query's answer. A stat is a few
 // microseconds.
 //
-// Nothing is missed: the stamp is looked at before the query, so an answer is
-// never kept for a stamp newer than what it read, and a change is stamped
-// after its commit, before the process that made it goes on. Without a usable
-// stamp (removed, not a regular file, not writable) every call queries, as
-// before: a change whose stamp cannot be appended removes the stamp.
+// The stamp is looked at before the query, so no answer is kept for a stamp
+// newer than what it read, and a change is stamped after its commit, before
+// the process that made it goes on. A process killed between the two (a
+// window of microseconds) leaves its change unseen by a running server until
+// the next buddy command opens the database, which stamps. Without a usable
+// stamp (removed, not a regular file) every call queries, as before: a change
+// whose stamp cannot be appended removes it. The stamp is named after the
+// database file with symlinks resolved, as SQLite resolves them, so that
+// every process reaching one database through any link shares one stamp.
 
 // stampRotate: a stamp this large is replaced by a new file of one byte (a
 // new file is a change too). Every Open appends a byte, so it grows with use.
@@ -41,7 +43,13 @@ type skillsStamp struct {
 	fp   string
 }
 
-func stampPath(db string) string { return db + ".skills" }
+// stampPath is the stamp of the database at the absolute path db.
+func stampPath(db string) string {
+	if real, err := filepath.EvalSymlinks(db); err == nil {
+		db = real
+	}
+	return db + ".skills"
+}
 
 // SkillsFingerprint is a short value that changes whenever a skill is
 // installed, upgraded or removed (by this process or another): a long-running
@@ -89,11 +97,10 @@ func (s *Store) queryFingerprint(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d/%s/%x", n, sum, h[:8]), nil
 }
 
-// skillsChanged stamps a committed change of installed_skills (op says
-// which). If the stamp cannot be appended it is removed, so that readers
-// query every time; only if that fails too is the change reported as not
-// seen by running servers.
-func (s *Store) skillsChanged(op string) error {
+// stampSkills stamps a change of installed_skills (or an open). If the
+// stamp cannot be appended it is removed, so that readers query every time;
+// it fails only when a regular stamp is left, which readers would trust.
+func (s *Store) stampSkills() error {
 	err := appendStamp(s.stamp.path)
 	if err == nil {
 		return nil
@@ -101,7 +108,10 @@ func (s *Store) skillsChanged(op string) error {
 	if rmErr := os.Remove(s.stamp.path); rmErr == nil || errors.Is(rmErr, fs.ErrNotExist) {
 		return nil
 	}
-	return errs.Wrap(errs.ErrUnavailable, fmt.Sprintf("%s: done, but a running buddy serve may not see it until restarted (cannot update %s)", op, s.stamp.path), err)
+	if fi, lerr := os.Lstat(s.stamp.path); lerr == nil && !fi.Mode().IsRegular() {
+		return nil // readers do not trust it: they query every time
+	}
+	return fmt.Errorf("cannot update or remove %s: %w", s.stamp.path, err)
 }
 
 // appendStamp appends one byte to the stamp at path, creating it (0600), or
@@ -118,11 +128,18 @@ func appendStamp(path string) error {
 	case fi.Size() >= stampRotate:
 		return replaceStamp(path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, stampFlags, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write([]byte{'+'})
+	fi, err = f.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	default:
+		_, err = f.Write([]byte{'+'})
+	}
 	return errors.Join(err, f.Close())
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,8 +72,39 @@ func TestSkillsFingerprintAcrossProcesses(t *testing.T) {
 	if err := cli.SetSkillStatus(ctx, "echo", StatusUnverified); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustFingerprint(t, server); got != fp {
-		t.Fatalf("a status change moved the fingerprint %s → %s", fp, got)
+	if got, table := mustFingerprint(t, server), mustQuery(t, server); got != fp || table != fp {
+		t.Fatalf("a status change moved the fingerprint %s → %s (the table says %s)", fp, got, table)
+	}
+}
+
+// TestSkillsStampThroughSymlink: processes reaching one database through
+// different paths (a symlink to the file, a symlinked directory) share one
+// stamp, as they share one database.
+func TestSkillsStampThroughSymlink(t *testing.T) {
+	ctx := t.Context()
+	server := openTest(t, Options{})
+	links := t.TempDir()
+	fileLink := filepath.Join(links, "linked.db")
+	must(t, os.Symlink(server.Path(), fileLink))
+	dirLink := filepath.Join(links, "data")
+	must(t, os.Symlink(filepath.Dir(server.Path()), dirLink))
+	for i, path := range []string{fileLink, filepath.Join(dirLink, filepath.Base(server.Path()))} {
+		before := mustFingerprint(t, server)
+		cli, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cli.InsertSkill(ctx, testSkill(fmt.Sprintf("linked%d", i)))
+		cli.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after := mustFingerprint(t, server); after == before || after != mustQuery(t, server) {
+			t.Fatalf("through %s: fingerprint %s → %s; the table says %s", path, before, after, mustQuery(t, server))
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(links, "*.skills")); len(matches) != 0 {
+		t.Fatalf("a stamp next to the link: %v", matches)
 	}
 }
 
@@ -93,7 +125,11 @@ func TestSkillsStampUnusable(t *testing.T) {
 		{"a directory", func(t *testing.T, stamp string) {
 			must(t, os.Remove(stamp))
 			must(t, os.Mkdir(stamp, 0o700))
-		}, false},
+		}, false}, // removed
+		{"a directory that cannot be removed", func(t *testing.T, stamp string) {
+			must(t, os.Remove(stamp))
+			must(t, os.MkdirAll(filepath.Join(stamp, "inside"), 0o700))
+		}, false}, // left: readers do not trust it
 		{"a symlink", func(t *testing.T, stamp string) {
 			must(t, os.Remove(stamp))
 			must(t, os.Symlink(filepath.Join(filepath.Dir(stamp), "elsewhere"), stamp))
@@ -139,6 +175,12 @@ func TestSkillsStampUnusable(t *testing.T) {
 			if want := map[bool]int64{true: 0, false: 1}[regular]; queried != want {
 				t.Fatalf("an unchanged fingerprint cost %d queries with a regular stamp %v, want %d", queried, regular, want)
 			}
+			// Another process opens the database all the same.
+			again, err := Open(ctx, server.Path(), Options{})
+			if err != nil {
+				t.Fatalf("open with the stamp %s: %v", tt.name, err)
+			}
+			again.Close()
 		})
 	}
 }

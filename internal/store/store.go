@@ -227,7 +227,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	restrictSidecars(abs)
 	// A migration may have changed installed_skills: every open stamps (and
 	// so creates the stamp).
-	if err := s.skillsChanged("opening the database"); err != nil {
+	if err := s.stampSkills(); err != nil {
 		s.writer.Close()
 		return nil, errs.Wrap(errs.ErrConfig, "the skills stamp", err)
 	}
