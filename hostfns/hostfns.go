@@ -490,6 +490,15 @@ func fail(ctx context.Context, k Kernel, stack []uint64, err error) {
 	stack[0] = writeResult(ctx, k, errs.StatusOf(err), []byte(err.Error()))
 }
 
+// statusBytes holds every status as a one-byte slice, for writeResult to
+// write without allocating one per result.
+var statusBytes = func() (t [256][1]byte) {
+	for i := range t {
+		t[i][0] = byte(i)
+	}
+	return t
+}()
+
 // writeResult allocates a kernel block for status+payload. An allocation the
 // kernel refuses ends the call with a memory-limit error (go-sdk's WriteBytes
 // would write at offset 0 and corrupt the kernel).
@@ -501,7 +510,7 @@ func writeResult(ctx context.Context, k Kernel, st errs.Status, payload []byte) 
 	if ptr == 0 {
 		panic(errs.New(errs.ErrMemoryLimit, fmt.Sprintf("kernel memory cannot hold a %d-byte result", n)))
 	}
-	if !k.Write(ptr, []byte{byte(st)}) || !k.Write(ptr+1, payload) {
+	if !k.Write(ptr, statusBytes[st][:]) || !k.Write(ptr+1, payload) {
 		panic(errs.New(errs.ErrMemoryLimit, fmt.Sprintf("kernel block %#x+%d is outside memory", ptr, n)))
 	}
 	return ptr
