@@ -44,11 +44,20 @@ type skillsStamp struct {
 }
 
 // stampPath is the stamp of the database at the absolute path db.
-func stampPath(db string) string {
+func stampPath(db string) string { return realPath(db) + ".skills" }
+
+// realPath is the absolute path db with symlinks resolved, as SQLite resolves
+// them, so that files named after a database (its stamp, its setup lock) are
+// the same for every process that reaches it through any link. A file that
+// does not exist yet is resolved through its directory.
+func realPath(db string) string {
 	if real, err := filepath.EvalSymlinks(db); err == nil {
-		db = real
+		return real
 	}
-	return db + ".skills"
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(db)); err == nil {
+		return filepath.Join(dir, filepath.Base(db))
+	}
+	return db
 }
 
 // SkillsFingerprint is a short value that changes whenever a skill is

@@ -79,7 +79,7 @@ func TestSkillsFingerprintAcrossProcesses(t *testing.T) {
 
 // TestSkillsStampThroughSymlink: processes reaching one database through
 // different paths (a symlink to the file, a symlinked directory) share one
-// stamp, as they share one database.
+// stamp and one setup lock, as they share one database.
 func TestSkillsStampThroughSymlink(t *testing.T) {
 	ctx := t.Context()
 	server := openTest(t, Options{})
@@ -103,8 +103,10 @@ func TestSkillsStampThroughSymlink(t *testing.T) {
 			t.Fatalf("through %s: fingerprint %s → %s; the table says %s", path, before, after, mustQuery(t, server))
 		}
 	}
-	if matches, _ := filepath.Glob(filepath.Join(links, "*.skills")); len(matches) != 0 {
-		t.Fatalf("a stamp next to the link: %v", matches)
+	for _, pattern := range []string{"*.skills", "*.lock"} {
+		if matches, _ := filepath.Glob(filepath.Join(links, pattern)); len(matches) != 0 {
+			t.Fatalf("a file named after the link, not the database: %v", matches)
+		}
 	}
 }
 

@@ -193,7 +193,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := osfile.PrivateDir(filepath.Dir(abs)); err != nil {
 		return nil, errs.Wrap(errs.ErrConfig, "the database directory", err)
 	}
-	unlock, err := setupLock(ctx, abs)
+	unlock, err := setupLock(ctx, realPath(abs))
 	if err != nil {
 		return nil, err
 	}
