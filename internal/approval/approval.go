@@ -42,6 +42,9 @@ type Request struct {
 	Permission   catalog.Permission
 	Policy       catalog.Policy
 	Arguments    json.RawMessage // exactly what will be passed to the skill
+	// ArgumentsHash is catalog.ArgumentsHash(Arguments), computed once by
+	// the gate (an approval is bound to it).
+	ArgumentsHash string
 	// Touches says in plain words what the skill may touch (from its grant).
 	Touches []string
 	// Targets are what this call would touch, resolved now by the host
@@ -69,15 +72,18 @@ func (f AskerFunc) Ask(ctx context.Context, req Request) (bool, error) { return 
 
 // Outcome is what became of one call through the gate, for the audit log.
 type Outcome struct {
-	Call     catalog.Call
-	Info     catalog.Info // zero when the skill was not found
-	Asked    bool         // the user was asked
-	Result   *catalog.Result
-	Targets  []catalog.Target // resolved before the call (the last resolution shown)
-	Reason   string           // why the user was asked beyond the policy, if so
-	Err      error            // nil on success; errs.ErrDenied when refused
-	Started  time.Time
-	Duration time.Duration
+	Call catalog.Call
+	// ArgumentsHash is catalog.ArgumentsHash(Call.Arguments), computed once
+	// per call (for the question and the audit rows alike).
+	ArgumentsHash string
+	Info          catalog.Info // zero when the skill was not found
+	Asked         bool         // the user was asked
+	Result        *catalog.Result
+	Targets       []catalog.Target // resolved before the call (the last resolution shown)
+	Reason        string           // why the user was asked beyond the policy, if so
+	Err           error            // nil on success; errs.ErrDenied when refused
+	Started       time.Time
+	Duration      time.Duration
 }
 
 // Options configure a Gate.
@@ -142,7 +148,7 @@ func (g *Gate) Check(ctx context.Context, c catalog.Call) (catalog.Info, error) 
 // A refusal is an error wrapping errs.ErrDenied whose text is fit to hand the
 // LLM ("User denied execution of write_file").
 func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, error) {
-	o := Outcome{Call: c, Started: time.Now()}
+	o := Outcome{Call: c, Started: time.Now(), ArgumentsHash: catalog.ArgumentsHash(c.Arguments)}
 	defer func() {
 		if g.opts.Record != nil {
 			o.Duration = time.Since(o.Started)
@@ -157,7 +163,7 @@ func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, err
 	}
 	req := Request{
 		Conversation: c.Conversation, CallID: c.ID, Skill: info.Name, Permission: info.Permission,
-		Policy: info.Policy, Arguments: c.Arguments, Touches: info.Touches,
+		Policy: info.Policy, Arguments: c.Arguments, ArgumentsHash: o.ArgumentsHash, Touches: info.Touches,
 	}
 	if c.Conversation == "" && req.Policy == catalog.Once {
 		// A one-shot call is its own conversation: "once" asks every time.

@@ -104,6 +104,9 @@ func TestGateInvoke(t *testing.T) {
 					if r.Skill == "write_file" && len(r.Touches) == 0 {
 						t.Error("request does not say what the skill may touch")
 					}
+					if want := catalog.ArgumentsHash(tt.args); r.ArgumentsHash != want {
+						t.Errorf("request's arguments hash %q, want %q", r.ArgumentsHash, want)
+					}
 					return tt.answer, nil
 				}),
 				Record: func(_ context.Context, o approval.Outcome) { outcomes = append(outcomes, o) },
@@ -123,6 +126,9 @@ func TestGateInvoke(t *testing.T) {
 			}
 			if len(outcomes) != 1 || !errors.Is(outcomes[0].Err, tt.wantErr) && tt.wantErr != nil {
 				t.Errorf("outcomes = %+v, want one with %v", outcomes, tt.wantErr)
+			}
+			if len(outcomes) == 1 && outcomes[0].ArgumentsHash != catalog.ArgumentsHash(tt.args) {
+				t.Errorf("outcome's arguments hash %q, want that of %s", outcomes[0].ArgumentsHash, tt.args)
 			}
 		})
 	}

@@ -34,11 +34,14 @@ func Recorder(st *store.Store, log *slog.Logger) func(ctx context.Context, o app
 			Skill:         o.Call.Skill,
 			Version:       o.Info.Version,
 			ModuleSHA256:  o.Info.SHA256,
-			ArgumentsHash: catalog.ArgumentsHash(o.Call.Arguments),
+			ArgumentsHash: o.ArgumentsHash,
 			Outcome:       "ok",
 			Asked:         o.Asked,
 			DurationUS:    o.Duration.Microseconds(),
 			BytesIn:       int64(len(o.Call.Arguments)),
+		}
+		if e.ArgumentsHash == "" { // an Outcome not made by the gate
+			e.ArgumentsHash = catalog.ArgumentsHash(o.Call.Arguments)
 		}
 		if o.Info.Name != "" {
 			e.Skill = o.Info.Name

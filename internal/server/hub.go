@@ -247,7 +247,10 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 	if req.Conversation == "" {
 		return false, errors.New("no conversation to ask in")
 	}
-	q := &question{id: newID("ap_"), conv: req.Conversation, hash: catalog.ArgumentsHash(req.Arguments), answer: make(chan bool, 1)}
+	q := &question{id: newID("ap_"), conv: req.Conversation, hash: req.ArgumentsHash, answer: make(chan bool, 1)}
+	if q.hash == "" { // a request not made by the gate
+		q.hash = catalog.ArgumentsHash(req.Arguments)
+	}
 	now := time.Now().UTC()
 	expires := req.Expires.UTC()
 	args := req.Arguments
