@@ -203,6 +203,11 @@ func (m *Module) instance(ctx context.Context) (*instance, error) {
 	return m.newInstance(ctx)
 }
 
+// instanceConfig is every instance's module configuration but its random
+// source: nameless (so instances never clash) and with no start functions.
+// A ModuleConfig is immutable (each With* returns a copy), so one serves all.
+var instanceConfig = wazero.NewModuleConfig().WithName("").WithStartFunctions()
+
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	rand := &xorshiftReader{state: 0x9E3779B97F4A7C15}
 	// No filesystem, no env, no args, no stdin/stdout/stderr, fake clocks and
@@ -211,7 +216,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	// instance, a sixth of a trivial call's CPU; ours is as deterministic.)
 	// No start functions: the guest runtime is initialized inside the call.
 	mod, err := m.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, m.r.mem), m.compiled,
-		wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand))
+		instanceConfig.WithRandSource(rand))
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
