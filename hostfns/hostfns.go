@@ -84,8 +84,9 @@ type Kernel interface {
 	// Length is the length of the live block starting at off; 0 when off
 	// starts none.
 	Length(off uint64) uint64
-	// Read returns the n bytes at off (a view, valid until the next
-	// allocation); false when they are outside kernel memory.
+	// Read returns the n bytes at off (a view into kernel memory, which
+	// writes through it change; valid until the next allocation); false
+	// when they are outside kernel memory.
 	Read(off, n uint64) ([]byte, bool)
 	// Alloc allocates a block of n bytes; 0 when the memory cap is reached.
 	Alloc(n uint64) uint64
@@ -490,15 +491,6 @@ func fail(ctx context.Context, k Kernel, stack []uint64, err error) {
 	stack[0] = writeResult(ctx, k, errs.StatusOf(err), []byte(err.Error()))
 }
 
-// statusBytes holds every status as a one-byte slice, for writeResult to
-// write without allocating one per result.
-var statusBytes = func() (t [256][1]byte) {
-	for i := range t {
-		t[i][0] = byte(i)
-	}
-	return t
-}()
-
 // writeResult allocates a kernel block for status+payload. An allocation the
 // kernel refuses ends the call with a memory-limit error (go-sdk's WriteBytes
 // would write at offset 0 and corrupt the kernel).
@@ -510,8 +502,13 @@ func writeResult(ctx context.Context, k Kernel, st errs.Status, payload []byte) 
 	if ptr == 0 {
 		panic(errs.New(errs.ErrMemoryLimit, fmt.Sprintf("kernel memory cannot hold a %d-byte result", n)))
 	}
-	if !k.Write(ptr, statusBytes[st][:]) || !k.Write(ptr+1, payload) {
+	// The block is written through Read's view of kernel memory: one
+	// bounds check, no status slice to allocate.
+	buf, ok := k.Read(ptr, n)
+	if !ok {
 		panic(errs.New(errs.ErrMemoryLimit, fmt.Sprintf("kernel block %#x+%d is outside memory", ptr, n)))
 	}
+	buf[0] = byte(st)
+	copy(buf[1:], payload)
 	return ptr
 }
