@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // The audit log (schema v3) is a hash chain: each row's hash is the SHA-256
@@ -87,20 +88,37 @@ func (s *Store) AppendAudits(ctx context.Context, entries ...AuditEntry) ([]int6
 		ops[i] = fmt.Sprintf("auditing %s of %q", e.Kind, e.Skill)
 		lists[i] = [3]string{jsonList(e.Paths), jsonList(e.Hosts), jsonList(e.Addresses)}
 	}
+	// Each conversation is touched once, at its rows' latest time (a touch
+	// keeps the later of its time and the conversation's).
+	type touchAt struct {
+		conv string
+		at   time.Time
+	}
+	var touches []touchAt
+	for _, e := range entries {
+		if e.Conversation == "" {
+			continue
+		}
+		i := slices.IndexFunc(touches, func(t touchAt) bool { return t.conv == e.Conversation })
+		if i < 0 {
+			touches = append(touches, touchAt{e.Conversation, e.Time})
+		} else if e.Time.After(touches[i].at) {
+			touches[i].at = e.Time
+		}
+	}
 	ids := make([]int64, len(entries))
 	deferred, err := s.writeBehind(ctx, ops[0], func(ctx context.Context, tx txn) error {
 		prev, err := sealAudit(ctx, tx, ops[0])
 		if err != nil {
 			return err
 		}
+		for _, t := range touches {
+			if _, err := touch(ctx, tx, ops[0], t.conv, t.at); err != nil {
+				return err
+			}
+		}
 		for i := range entries {
 			e, op := &entries[i], ops[i]
-			// One touch per conversation and time: a call's rows share both.
-			if e.Conversation != "" && (i == 0 || e.Conversation != entries[i-1].Conversation || e.Time.After(entries[i-1].Time)) {
-				if _, err := touch(ctx, tx, op, e.Conversation, e.Time); err != nil {
-					return err
-				}
-			}
 			e.PrevHash, e.Hash = prev, auditHash(*e, prev)
 			ids[i], err = insertID(ctx, tx, op, sqlInsertAudit,
 				unixNanos(e.Time), e.Kind, e.Conversation, e.Skill, e.Version, e.ModuleSHA256, e.ArgumentsHash,

@@ -339,3 +339,32 @@ func TestCallPathStatementsPrepared(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendAuditsTouchesEachConversation: rows of several conversations in
+// one write move each conversation's updated_at to its latest row, never
+// back.
+func TestAppendAuditsTouchesEachConversation(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := t.Context()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	mustCreate(t, s, Conversation{ID: "a", CreatedAt: t0, UpdatedAt: t0})
+	mustCreate(t, s, Conversation{ID: "b", CreatedAt: t0, UpdatedAt: t0.Add(time.Hour)})
+	row := func(conv string, at time.Duration) AuditEntry {
+		return AuditEntry{Conversation: conv, Skill: "write_file", Outcome: "ok", Time: t0.Add(at)}
+	}
+	if _, err := s.AppendAudits(ctx, row("a", 2*time.Minute), row("b", time.Minute), row("a", time.Minute), row("", 3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for conv, want := range map[string]time.Time{
+		"a": t0.Add(2 * time.Minute), // its latest row, not its last
+		"b": t0.Add(time.Hour),       // its rows are older: unchanged
+	} {
+		c, err := s.GetConversation(ctx, conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.UpdatedAt.Equal(want) {
+			t.Errorf("conversation %s updated at %v, want %v", conv, c.UpdatedAt, want)
+		}
+	}
+}
