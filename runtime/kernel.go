@@ -92,10 +92,7 @@ func (k *kernel) grow(n uint64) bool {
 }
 
 // shrink makes mem n bytes long, clearing what it drops.
-func (k *kernel) shrink(n uint64) {
-	clear(k.mem[n:])
-	k.mem = k.buf.Reallocate(n)
-}
+func (k *kernel) shrink(n uint64) { k.mem = k.buf.truncate(n) }
 
 // Alloc allocates a block of n bytes, zeroed; 0 when n is 0 or the memory
 // cap is reached.

@@ -163,6 +163,44 @@ func TestKernelReleaseZeroes(t *testing.T) {
 	}
 }
 
+// TestKernelShrinkThenReleaseZeroes: memory a guest dirtied and then gave
+// back (a freed tail, a reset) is zero when the buffer reaches the pool,
+// whatever was written after: truncate clears it, so release clears only
+// what is still in use.
+func TestKernelShrinkThenReleaseZeroes(t *testing.T) {
+	pool := newMemoryPool(8 << 20)
+	var k kernel
+	k.init(pool, 1<<20)
+	dirty := func(off, n uint64) {
+		b, ok := k.Read(off, n)
+		if !ok {
+			t.Fatalf("block %#x+%d outside memory", off, n)
+		}
+		for i := range b {
+			b[i] = 0xAB
+		}
+	}
+	a := k.Alloc(1000)
+	dirty(a, 1000)
+	tail := k.Alloc(40 << 10)
+	dirty(tail, 40<<10)
+	k.Free(tail)
+	dirty(k.Alloc(10), 10) // the freed tail is given back, then reused in part
+	k.Reset()
+	dirty(k.Alloc(20), 20)
+	c := uint64(cap(k.mem))
+	k.release()
+	buf := pool.take(c)
+	if uint64(cap(buf)) != c {
+		t.Fatalf("the pool gave a buffer of %d bytes, not the kernel's %d", cap(buf), c)
+	}
+	for i, x := range buf[:c] {
+		if x != 0 {
+			t.Fatalf("byte %d of the released buffer is %#x", i, x)
+		}
+	}
+}
+
 // TestKernelFreedTailReused: a freed block at the end of kernel memory gives
 // its room back, so a guest can free a large block and allocate a larger one
 // within the cap; a freed block in the middle is reused for a fitting size.

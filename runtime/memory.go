@@ -98,10 +98,10 @@ type pooledMemory struct {
 	used int    // the largest length handed out: what Free must zero
 }
 
-// Reallocate implements experimental.LinearMemory: it resizes the memory to
+// Reallocate implements experimental.LinearMemory: it grows the memory to
 // size bytes, keeping the contents; the new bytes are zero. Growing doubles
-// the capacity, within max. (A caller that shrinks it clears what it drops,
-// as the kernel does: the bytes must be zero when they come back.)
+// the capacity, within max. (wazero never shrinks a memory; the kernel
+// shrinks with truncate.)
 func (m *pooledMemory) Reallocate(size uint64) []byte {
 	if size > m.max {
 		return nil
@@ -115,6 +115,15 @@ func (m *pooledMemory) Reallocate(size uint64) []byte {
 	}
 	m.buf = m.buf[:size]
 	m.used = max(m.used, int(size))
+	return m.buf
+}
+
+// truncate shrinks the memory to n bytes, clearing what it drops. Every
+// byte past the length is then zero, so Free has only the first n to clear.
+func (m *pooledMemory) truncate(n uint64) []byte {
+	clear(m.buf[n:])
+	m.buf = m.buf[:n]
+	m.used = int(n)
 	return m.buf
 }
 
