@@ -43,8 +43,8 @@ type skillsStamp struct {
 	fp   string
 }
 
-// stampPath is the stamp of the database at the absolute path db.
-func stampPath(db string) string { return realPath(db) + ".skills" }
+// stampSuffix names the stamp after the database's real path.
+const stampSuffix = ".skills"
 
 // realPath is the absolute path db with symlinks resolved, as SQLite resolves
 // them, so that files named after a database (its stamp, its setup lock) are

@@ -148,7 +148,7 @@ func TestSkillsStampUnusable(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cli.Close()
-			stamp := stampPath(server.Path())
+			stamp := server.stamp.path
 			before := mustFingerprint(t, server)
 			tt.spoil(t, stamp)
 			if err := cli.InsertSkill(ctx, testSkill("echo")); err != nil {
@@ -191,7 +191,7 @@ func TestSkillsStampUnusable(t *testing.T) {
 // the stamp is the owner's alone.
 func TestSkillsStampOpen(t *testing.T) {
 	s := openTest(t, Options{})
-	stamp := stampPath(s.Path())
+	stamp := s.stamp.path
 	fi, err := os.Lstat(stamp)
 	if err != nil {
 		t.Fatal(err)

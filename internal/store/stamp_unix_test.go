@@ -13,7 +13,7 @@ import (
 // nor an open, and readers still see the change.
 func TestSkillsStampFIFO(t *testing.T) {
 	server := openTest(t, Options{})
-	stamp := stampPath(server.Path())
+	stamp := server.stamp.path
 	must(t, os.Remove(stamp))
 	must(t, syscall.Mkfifo(stamp, 0o600))
 	before := mustFingerprint(t, server)

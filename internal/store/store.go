@@ -193,7 +193,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := osfile.PrivateDir(filepath.Dir(abs)); err != nil {
 		return nil, errs.Wrap(errs.ErrConfig, "the database directory", err)
 	}
-	unlock, err := setupLock(ctx, realPath(abs))
+	// Files named after the database (its setup lock, its skills stamp)
+	// are named after it with symlinks resolved.
+	real := realPath(abs)
+	unlock, err := setupLock(ctx, real)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +213,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, errs.Wrap(errs.ErrConfig, "the database file", err)
 	}
 
-	s := &Store{path: abs, opts: opts.withDefaults(), now: time.Now, stamp: skillsStamp{path: stampPath(abs)}}
+	s := &Store{path: abs, opts: opts.withDefaults(), now: time.Now, stamp: skillsStamp{path: real + stampSuffix}}
 	s.writer, err = openPool(abs, true)
 	if err != nil {
 		return nil, openErr(abs, err)
