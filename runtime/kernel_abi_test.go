@@ -62,10 +62,6 @@ type abiCase struct {
 	// success: rc 0, no error).
 	buddy *buddyWant
 	why   string
-	// knownBug: a defect of the current runtime, not a contract. A buddy error
-	// containing this text skips the case (naming the bug); any other answer
-	// must be go-sdk's, so the case enforces the fix once it lands.
-	knownBug string
 }
 
 // tr builds a transcript: ints as little-endian u64, strings and []byte raw.
@@ -439,9 +435,6 @@ func runABICases(t *testing.T, cases []abiCase) {
 			mu.Lock()
 			blogs := slices.Clone(logs)
 			mu.Unlock()
-			if c.knownBug != "" && err != nil && strings.Contains(err.Error(), c.knownBug) {
-				t.Skipf("KNOWN BUG in the current runtime (go-sdk answers rc 0, output %q): %v", c.sdk.out, err)
-			}
 
 			want := c.buddy
 			if want == nil {
