@@ -65,6 +65,8 @@ bench-once:
 # buddy serve under load: LOAD_SESSIONS concurrent WebSocket sessions on
 # loopback, each invoking write_file under approval "always" and approving it
 # (cmd/buddy/e2e_load_test.go; `make test` runs it with 50 sessions).
+# write_file writes into /dev/shm when it is a tmpfs (the database stays on
+# disk); BUDDY_LOAD_FILES=DIR puts the files under DIR instead.
 load:
 	BUDDY_LOAD_SESSIONS=$(LOAD_SESSIONS) BUDDY_LOAD_RATE=$(LOAD_RATE) \
 		$(GO) test -count=1 -run '^TestLoad$$' -v -timeout 10m ./cmd/buddy/
