@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Load test of `buddy serve` (docs/BENCHMARKS.md, `make load`): N
@@ -195,6 +197,9 @@ func TestLoad(t *testing.T) {
 			t.Fatalf("%d round trips, want %d", len(ph.rtts), want)
 		}
 	}
+	if path := os.Getenv("BUDDY_LOAD_DUMP"); path != "" {
+		dumpLoadCalls(t, path, burst, paced)
+	}
 	written, _ := filepath.Glob(filepath.Join(files, "load-*.txt"))
 	if len(written) != 2*want {
 		t.Fatalf("%d files written, want %d", len(written), 2*want)
@@ -206,6 +211,35 @@ func TestLoad(t *testing.T) {
   write_file's files: %s; creating one there costs %s (the kernel's share of each call)`,
 		n, loadCallsPerSession, burst, rate, paced,
 		mib(idle), n, mib(connected), mib(peak.Load()), mib(hwm), where, createCost(t, files))
+}
+
+// dumpLoadCalls writes every call's figures to path (BUDDY_LOAD_DUMP), one
+// line each: the phase, when its approval_request arrived (Unix time and
+// CLOCK_MONOTONIC, the clock of `perf record -k mono`, in ns), its round
+// trip and its skill's own duration (µs). scripts/load-syncs.py lines them up
+// with the server's fdatasync calls recorded by perf (docs/BENCHMARKS.md).
+func dumpLoadCalls(t *testing.T, path string, burst, paced *loadPhase) {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatalf("BUDDY_LOAD_DUMP: reading CLOCK_MONOTONIC: %v", err)
+	}
+	monoOffset := time.Now().UnixNano() - ts.Nano()
+	var b strings.Builder
+	b.WriteString("# phase asked_unix_ns asked_monotonic_ns round_trip_us skill_us\n")
+	for _, ph := range []struct {
+		name string
+		*loadPhase
+	}{{"burst", burst}, {"paced", paced}} {
+		for _, c := range ph.calls {
+			fmt.Fprintf(&b, "%s %d %d %d %d\n", ph.name, c.asked.UnixNano(), c.asked.UnixNano()-monoOffset,
+				c.rtt.Microseconds(), c.skill.Microseconds())
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatalf("BUDDY_LOAD_DUMP: %v", err)
+	}
+	t.Logf("load: every call's figures written to %s", path)
 }
 
 // loadFilesDir chooses the directory write_file writes into, and says which.
@@ -265,8 +299,16 @@ func createCost(t *testing.T, dir string) string {
 type loadPhase struct {
 	rtts    []time.Duration // sorted
 	asks    []time.Duration // invoke sent → approval_request received, sorted
+	calls   []loadCall      // in the order the tool_results arrived
 	elapsed time.Duration
 	errs    []string
+}
+
+// loadCall is one call's figures, for BUDDY_LOAD_DUMP.
+type loadCall struct {
+	asked time.Time     // approval_request received
+	rtt   time.Duration // the round trip, as in rtts
+	skill time.Duration // the call's own duration_ms
 }
 
 func (p *loadPhase) String() string {
@@ -349,6 +391,7 @@ func runLoadPhase(ctx context.Context, conns []*wsConn, convs []string, rate int
 						rtt := time.Since(asked) - time.Duration(dur*float64(time.Millisecond))
 						mu.Lock()
 						ph.rtts = append(ph.rtts, rtt)
+						ph.calls = append(ph.calls, loadCall{asked, rtt, time.Duration(dur * float64(time.Millisecond))})
 						mu.Unlock()
 						done = true
 					}
