@@ -67,6 +67,8 @@ bench-once:
 # (cmd/buddy/e2e_load_test.go; `make test` runs it with 50 sessions).
 # write_file writes into /dev/shm when it is a tmpfs (the database stays on
 # disk); BUDDY_LOAD_FILES=DIR puts the files under DIR instead.
+# BUDDY_LOAD_DUMP=FILE writes every call's figures to FILE (for
+# scripts/load-syncs.py; docs/BENCHMARKS.md, "What sets the burst's tail").
 load:
 	BUDDY_LOAD_SESSIONS=$(LOAD_SESSIONS) BUDDY_LOAD_RATE=$(LOAD_RATE) \
 		$(GO) test -count=1 -run '^TestLoad$$' -v -timeout 10m ./cmd/buddy/

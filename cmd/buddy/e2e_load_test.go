@@ -31,7 +31,8 @@ import (
 // is asked, so that approved ones finish first), invocations/s and the
 // server's RSS (idle: the most over its first 3 s); the targets are for the
 // reader of docs/BENCHMARKS.md to judge, not assertions (a shared 2-core
-// machine under -race would make them flaky).
+// machine under -race would make them flaky). BUDDY_LOAD_DUMP=FILE also
+// writes every call's figures to FILE (dumpLoadCalls).
 
 const (
 	defaultLoadSessions = 50
