@@ -167,8 +167,12 @@ func TestLoad(t *testing.T) {
 	})
 
 	convs := make([]string, n) // each session's conversation, once created
+	mark := sv.stderr.Len()
 	burst := runLoadPhase(ctx, conns, convs, 0)
+	burst.server = serverShares(t, sv.stderr, mark, n*loadCallsPerSession)
+	mark = sv.stderr.Len()
 	paced := runLoadPhase(ctx, conns, convs, rate)
+	paced.server = serverShares(t, sv.stderr, mark, n*loadCallsPerSession)
 	stopSampling()
 	sampler.Wait()
 	if ctx.Err() != nil {
@@ -301,6 +305,7 @@ type loadPhase struct {
 	rtts    []time.Duration // sorted
 	asks    []time.Duration // invoke sent → approval_request received, sorted
 	calls   []loadCall      // in the order the tool_results arrived
+	server  []time.Duration // the server's share of each round trip, sorted (serverShares)
 	elapsed time.Duration
 	errs    []string
 }
@@ -317,10 +322,56 @@ func (p *loadPhase) String() string {
 		return "no calls"
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
-	return fmt.Sprintf("approval round trip p50 %s  p99 %s  max %s;  %.0f invocations/s (%d in %s);  invoke → approval_request p50 %s  p99 %s",
+	return fmt.Sprintf("approval round trip p50 %s  p99 %s  max %s (the server's share p50 %s  p99 %s);  %.0f invocations/s (%d in %s);  invoke → approval_request p50 %s  p99 %s",
 		ms(percentile(p.rtts, 0.50)), ms(percentile(p.rtts, 0.99)), ms(p.rtts[len(p.rtts)-1]),
+		ms(percentile(p.server, 0.50)), ms(percentile(p.server, 0.99)),
 		float64(len(p.rtts))/p.elapsed.Seconds(), len(p.rtts), p.elapsed.Round(time.Millisecond),
 		ms(percentile(p.asks, 0.50)), ms(percentile(p.asks, 0.99)))
+}
+
+// serverShares reads the server's share of each round trip of a phase from
+// its log (written from offset mark on): the invocation lines' time from the
+// answer's arrival to the result's going out (answer_to_result_ms), minus
+// the skill call (duration_ms), as the client's round trip is. The client's
+// figure adds what the load generator itself takes (its reads and writes,
+// its goroutines waiting for a CPU). It waits for want such lines.
+func serverShares(t *testing.T, log *syncBuffer, mark, want int) []time.Duration {
+	t.Helper()
+	var shares []time.Duration
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		shares = shares[:0]
+		for _, line := range strings.Split(log.From(mark), "\n") {
+			if !strings.Contains(line, " msg=invocation ") {
+				continue
+			}
+			total, ok1 := logFloat(line, "answer_to_result_ms")
+			skill, ok2 := logFloat(line, "duration_ms")
+			if ok1 && ok2 {
+				shares = append(shares, time.Duration((total-skill)*float64(time.Millisecond)))
+			}
+		}
+		if len(shares) >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server logged the answer → result time of %d calls, want %d", len(shares), want)
+		}
+	}
+	slices.Sort(shares)
+	return shares
+}
+
+// logFloat reads the number of the field key=NUMBER of a slog text line.
+func logFloat(line, key string) (float64, bool) {
+	_, rest, ok := strings.Cut(line, " "+key+"=")
+	if !ok {
+		return 0, false
+	}
+	if i := strings.IndexByte(rest, ' '); i >= 0 {
+		rest = rest[:i]
+	}
+	v, err := strconv.ParseFloat(rest, 64)
+	return v, err == nil
 }
 
 // runLoadPhase has every session make loadCallsPerSession calls in its

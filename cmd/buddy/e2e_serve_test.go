@@ -48,6 +48,20 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
+// Len is how many bytes were written so far.
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Len()
+}
+
+// From returns what was written from offset off on.
+func (b *syncBuffer) From(off int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.b.Bytes()[min(off, b.b.Len()):])
+}
+
 // served is one running `buddy serve`.
 type served struct {
 	cmd    *exec.Cmd

@@ -33,6 +33,20 @@ type question struct {
 	// status is "" while open, then approved | denied | expired | canceled;
 	// the question stays findable until its decision is stored.
 	status string
+	// answered is when the first answer reached the server (set with
+	// status, before the answer is sent on answer).
+	answered time.Time
+}
+
+// answeredKey carries to runCall when the user's answer to the call's
+// question reached the server, for the invocation's log line.
+type answeredKey struct{}
+
+// withAnswered returns a context under which ask records when the answer
+// it acts on arrived, and where it records it.
+func withAnswered(ctx context.Context) (context.Context, *time.Time) {
+	t := new(time.Time)
+	return context.WithValue(ctx, answeredKey{}, t), t
 }
 
 // liveConv returns the live state of a conversation, creating it. Call with
@@ -171,13 +185,16 @@ func (s *Server) startCall(call catalog.Call, done func()) error {
 		// of the writes that start new calls.
 		release := s.starts.acquire(callCtx)
 		defer release()
-		s.runCall(withStarted(store.Finishing(callCtx), release), call)
+		ctx, answered := withAnswered(withStarted(store.Finishing(callCtx), release))
+		s.runCall(ctx, call, answered)
 	}()
 	return nil
 }
 
-// runCall invokes through the gate and reports the result.
-func (s *Server) runCall(ctx context.Context, call catalog.Call) {
+// runCall invokes through the gate and reports the result. answered is
+// when the user's answer to its question arrived, if it was asked (ask sets
+// it): the invocation's log line gives the time from then to its result.
+func (s *Server) runCall(ctx context.Context, call catalog.Call, answered *time.Time) {
 	start := time.Now()
 	// The gate's audit rows and the tool message below are queued back to
 	// back and usually share one commit; the result goes out once both are
@@ -204,9 +221,16 @@ func (s *Server) runCall(ctx context.Context, call catalog.Call) {
 	if perr = errors.Join(perr, stored()); perr != nil {
 		s.log.Error("storing a call's audit rows and tool result", "conversation", call.Conversation, "call", call.ID, "err", perr)
 	}
-	s.log.Info("invocation", "conversation", call.Conversation, "call", call.ID, "skill", call.Skill,
+	attrs := []any{"conversation", call.Conversation, "call", call.ID, "skill", call.Skill,
 		"arguments_sha256", catalog.ArgumentsHash(call.Arguments)[:16], "ok", f.OK, "kind", kindOf(f.Error),
-		"duration_ms", f.DurationMS)
+		"duration_ms", f.DurationMS}
+	if !answered.IsZero() {
+		// The server's share of the approval round trip: the answer's
+		// arrival to the result's going out, the decision's and the
+		// record's commits included, the skill's own run too.
+		attrs = append(attrs, "answer_to_result_ms", ms(time.Since(*answered)))
+	}
+	s.log.Info("invocation", attrs...)
 	s.broadcast(call.Conversation, encode(f))
 }
 
@@ -289,6 +313,7 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 	select {
 	case approved = <-q.answer:
 		reason = "user"
+		noteAnswered(ctx, q)
 	case <-ctx.Done():
 		// Nobody answered in time, or the call was canceled; an answer may
 		// have won the race meanwhile.
@@ -307,6 +332,7 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 		s.mu.Unlock()
 		if status == "" {
 			approved, reason = <-q.answer, "user"
+			noteAnswered(ctx, q)
 		} else if err := s.opts.Store.DecideApproval(context.WithoutCancel(ctx), q.id, status, reason, time.Now().UTC()); err != nil {
 			s.log.Error("storing an approval decision", "approval", q.id, "err", err)
 		}
@@ -324,6 +350,14 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 		return false, ctx.Err()
 	}
 	return approved, nil
+}
+
+// noteAnswered tells ctx's call when the answer to q arrived (after the
+// answer was received from q.answer: answer set the time before sending it).
+func noteAnswered(ctx context.Context, q *question) {
+	if t, ok := ctx.Value(answeredKey{}).(*time.Time); ok {
+		*t = q.answered
+	}
 }
 
 // answer records the first answer to an approval question. convID, when not
@@ -348,6 +382,7 @@ func (s *Server) answer(ctx context.Context, convID, id string, approved bool, h
 			if approved {
 				q.status = "approved"
 			}
+			q.answered = time.Now()
 		case "approved", "denied":
 			s.mu.Unlock()
 			return http.StatusConflict, errs.New(errs.ErrInvalidInput, "approval "+id+" was already answered")
