@@ -26,9 +26,10 @@ import (
 // it, first all at once (burst), then paced at BUDDY_LOAD_RATE invocations/s.
 // `make test` runs it with 50 sessions; `make load` with 1,000
 // (BUDDY_LOAD_SESSIONS). It fails on any error and reports the approval
-// round trip, the wait for the question (invoke sent → approval_request
-// received: under a burst the server queues new calls there, before anyone
-// is asked, so that approved ones finish first), invocations/s and the
+// round trip (and the server's share of it, from its log), the wait for the
+// question (invoke sent → approval_request received: under a burst the
+// server queues new calls there, before anyone is asked, so that approved
+// ones finish first), invocations/s and the
 // server's RSS (idle: the most over its first 3 s); the targets are for the
 // reader of docs/BENCHMARKS.md to judge, not assertions (a shared 2-core
 // machine under -race would make them flaky). BUDDY_LOAD_DUMP=FILE also
