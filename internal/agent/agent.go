@@ -266,6 +266,8 @@ func (a *Agent) runTool(ctx context.Context, conversation string, tc ToolCall, s
 		return reply
 	}
 	call := catalog.Call{ID: tc.ID, Conversation: conversation, Skill: a.toolTarget(ctx, tc.Name), Arguments: json.RawMessage(args)}
+	// Once, for the gate and for the sink's log line.
+	call.ArgumentsHash = catalog.ArgumentsHash(call.Arguments)
 	rec.Arguments = call.Arguments
 	sink.ToolCall(call)
 	start := time.Now()

@@ -148,7 +148,10 @@ func (g *Gate) Check(ctx context.Context, c catalog.Call) (catalog.Info, error) 
 // A refusal is an error wrapping errs.ErrDenied whose text is fit to hand the
 // LLM ("User denied execution of write_file").
 func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, error) {
-	o := Outcome{Call: c, Started: time.Now(), ArgumentsHash: catalog.ArgumentsHash(c.Arguments)}
+	if c.ArgumentsHash == "" {
+		c.ArgumentsHash = catalog.ArgumentsHash(c.Arguments)
+	}
+	o := Outcome{Call: c, Started: time.Now(), ArgumentsHash: c.ArgumentsHash}
 	defer func() {
 		if g.opts.Record != nil {
 			o.Duration = time.Since(o.Started)

@@ -134,6 +134,37 @@ func TestGateInvoke(t *testing.T) {
 	}
 }
 
+// TestGateHashesArgumentsOnce: a call that carries its arguments' hash (the
+// front end computed it to log it) is asked about and recorded with that
+// hash, not hashed again; one that does not is hashed by the gate.
+func TestGateHashesArgumentsOnce(t *testing.T) {
+	args := json.RawMessage(`{"path":"a.txt"}`)
+	const given = "f00dfeedf00dfeedf00dfeedf00dfeedf00dfeedf00dfeedf00dfeedf00dfeed"
+	for _, tt := range []struct {
+		name, hash, want string
+	}{
+		{"computed by the gate", "", catalog.ArgumentsHash(args)},
+		{"given by the front end", given, given},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var asked, recorded string
+			g := approval.New(newFakeCatalog(), approval.Options{
+				Asker: approval.AskerFunc(func(_ context.Context, r approval.Request) (bool, error) {
+					asked = r.ArgumentsHash
+					return true, nil
+				}),
+				Record: func(_ context.Context, o approval.Outcome) { recorded = o.ArgumentsHash },
+			})
+			if _, err := g.Invoke(t.Context(), catalog.Call{Skill: "write_file", Arguments: args, ArgumentsHash: tt.hash}); err != nil {
+				t.Fatal(err)
+			}
+			if asked != tt.want || recorded != tt.want {
+				t.Errorf("asked with hash %q, recorded %q; want %q", asked, recorded, tt.want)
+			}
+		})
+	}
+}
+
 func TestGateOnceIsPerConversationAndForgotten(t *testing.T) {
 	cat := newFakeCatalog()
 	asked := 0

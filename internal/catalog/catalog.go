@@ -77,6 +77,11 @@ type Call struct {
 	// Raw says Arguments are plain bytes, not a JSON object: allowed only for
 	// a skill that declares no input schema (Extism plugins take bytes).
 	Raw bool
+	// ArgumentsHash is ArgumentsHash(Arguments) when the front end has
+	// computed it already (to log it beside the call); "" otherwise, and
+	// the approval gate computes it. It is a canonical re-encoding of the
+	// arguments, megabytes for a large write: computed once per call.
+	ArgumentsHash string
 }
 
 // Result is what a call returned.

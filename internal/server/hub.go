@@ -200,6 +200,7 @@ func (s *Server) runCall(ctx context.Context, call catalog.Call, answered *time.
 	// back and usually share one commit; the result goes out once both are
 	// durable.
 	ctx, stored := store.Deferred(ctx)
+	call.ArgumentsHash = catalog.ArgumentsHash(call.Arguments) // once: the gate's and the log line's
 	res, err := s.gate.Invoke(ctx, call)
 	f := toolResultFrame{Type: "tool_result", ConversationID: call.Conversation, CallID: call.ID, Skill: call.Skill}
 	msg := store.Message{Conversation: call.Conversation, Role: "tool", CallID: call.ID, Skill: call.Skill, Arguments: call.Arguments}
@@ -222,7 +223,7 @@ func (s *Server) runCall(ctx context.Context, call catalog.Call, answered *time.
 		s.log.Error("storing a call's audit rows and tool result", "conversation", call.Conversation, "call", call.ID, "err", perr)
 	}
 	attrs := []any{"conversation", call.Conversation, "call", call.ID, "skill", call.Skill,
-		"arguments_sha256", catalog.ArgumentsHash(call.Arguments)[:16], "ok", f.OK, "kind", kindOf(f.Error),
+		"arguments_sha256", logHash(call), "ok", f.OK, "kind", kindOf(f.Error),
 		"duration_ms", f.DurationMS}
 	if !answered.IsZero() {
 		// The server's share of the approval round trip: the answer's
@@ -232,6 +233,16 @@ func (s *Server) runCall(ctx context.Context, call catalog.Call, answered *time.
 	}
 	s.log.Info("invocation", attrs...)
 	s.broadcast(call.Conversation, encode(f))
+}
+
+// logHash is the start of a call's arguments hash, for log lines: the one
+// the front end computed for the gate, if any.
+func logHash(call catalog.Call) string {
+	h := call.ArgumentsHash
+	if h == "" {
+		h = catalog.ArgumentsHash(call.Arguments)
+	}
+	return h[:16]
 }
 
 func kindOf(e *errorBody) string {

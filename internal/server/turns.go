@@ -68,7 +68,7 @@ func (k sink) ToolResult(call catalog.Call, res *catalog.Result, err error, took
 		f.OK, f.Result, f.Fuel, f.DurationMS = true, resultJSON(res.Output), res.Fuel, ms(res.Duration)
 	}
 	k.s.log.Info("invocation", "conversation", k.conv, "call", call.ID, "skill", call.Skill,
-		"arguments_sha256", catalog.ArgumentsHash(call.Arguments)[:16], "ok", f.OK, "kind", kindOf(f.Error), "duration_ms", f.DurationMS)
+		"arguments_sha256", logHash(call), "ok", f.OK, "kind", kindOf(f.Error), "duration_ms", f.DurationMS)
 	k.s.broadcast(k.conv, encode(f))
 }
 
