@@ -408,7 +408,7 @@ func (s *Server) answer(ctx context.Context, convID, id string, approved bool, h
 	}
 	// The first answer is stored before it is acted on: nothing runs on an
 	// approval that a crash could forget.
-	if err := s.opts.Store.DecideApproval(store.Finishing(ctx), id, q.status, "user", time.Now().UTC()); err != nil {
+	if err := s.opts.Store.DecideApproval(store.Finishing(ctx), id, q.status, "user", q.answered.UTC()); err != nil {
 		s.log.Error("storing an approval decision", "approval", id, "err", err)
 	}
 	q.answer <- approved
