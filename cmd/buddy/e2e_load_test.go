@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 package main_test
 
@@ -166,14 +166,15 @@ func TestLoad(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+	defer func() { stopSampling(); sampler.Wait() }() // also when a check below fails
 
 	convs := make([]string, n) // each session's conversation, once created
 	mark := sv.stderr.Len()
 	burst := runLoadPhase(ctx, conns, convs, 0)
-	burst.server = serverShares(t, sv.stderr, mark, n*loadCallsPerSession)
+	burst.server = serverShares(t, sv.stderr, mark, len(burst.rtts))
 	mark = sv.stderr.Len()
 	paced := runLoadPhase(ctx, conns, convs, rate)
-	paced.server = serverShares(t, sv.stderr, mark, n*loadCallsPerSession)
+	paced.server = serverShares(t, sv.stderr, mark, len(paced.rtts))
 	stopSampling()
 	sampler.Wait()
 	if ctx.Err() != nil {
@@ -262,8 +263,8 @@ func loadFilesDir(t *testing.T, fallback string) (dir, where string) {
 	t.Helper()
 	parent, where := os.Getenv("BUDDY_LOAD_FILES"), "BUDDY_LOAD_FILES"
 	if parent == "" {
-		var fs syscall.Statfs_t
-		if err := syscall.Statfs("/dev/shm", &fs); err != nil || fs.Type != tmpfsMagic {
+		var fs unix.Statfs_t
+		if err := unix.Statfs("/dev/shm", &fs); err != nil || fs.Type != unix.TMPFS_MAGIC {
 			return fallback, fallback + " (no tmpfs at /dev/shm)"
 		}
 		parent, where = "/dev/shm", "tmpfs"
@@ -278,9 +279,6 @@ func loadFilesDir(t *testing.T, fallback string) (dir, where string) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir, dir + " (" + where + ")"
 }
-
-// tmpfsMagic is TMPFS_MAGIC of statfs(2).
-const tmpfsMagic = 0x01021994
 
 // createCost times creating and removing files in dir, as write_file does
 // once per call: on some filesystems (ext4 placing a new directory in a busy
@@ -335,7 +333,8 @@ func (p *loadPhase) String() string {
 // answer's arrival to the result's going out (answer_to_result_ms), minus
 // the skill call (duration_ms), as the client's round trip is. The client's
 // figure adds what the load generator itself takes (its reads and writes,
-// its goroutines waiting for a CPU). It waits for want such lines.
+// its goroutines waiting for a CPU). It waits for want such lines: one per
+// call whose result the phase received (each is logged before it is sent).
 func serverShares(t *testing.T, log *syncBuffer, mark, want int) []time.Duration {
 	t.Helper()
 	var shares []time.Duration
@@ -440,11 +439,12 @@ func runLoadPhase(ctx context.Context, conns []*wsConn, convs []string, rate int
 							fail("session %d: tool_result %v (asked: %v)", i, f, !asked.IsZero())
 							return
 						}
-						dur, _ := f["duration_ms"].(float64)
-						rtt := time.Since(asked) - time.Duration(dur*float64(time.Millisecond))
+						ms, _ := f["duration_ms"].(float64)
+						skill := time.Duration(ms * float64(time.Millisecond))
+						rtt := time.Since(asked) - skill
 						mu.Lock()
 						ph.rtts = append(ph.rtts, rtt)
-						ph.calls = append(ph.calls, loadCall{asked, rtt, time.Duration(dur * float64(time.Millisecond))})
+						ph.calls = append(ph.calls, loadCall{asked, rtt, skill})
 						mu.Unlock()
 						done = true
 					}
