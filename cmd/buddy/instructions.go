@@ -12,6 +12,7 @@ import (
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/instructions"
+	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/internal/registry"
 )
 
@@ -100,7 +101,7 @@ func callAccess(reg skillSource, name string, targets []catalog.Target) []instru
 			if t.Action != "read" {
 				kind = instructions.Write
 			}
-			out = append(out, instructions.Access{Kind: kind, Target: instructions.RealPath(t.Path)})
+			out = append(out, instructions.Access{Kind: kind, Target: osfile.RealPath(t.Path)})
 		case catalog.TargetURL:
 			port := t.Port
 			if port == 0 {
@@ -122,10 +123,10 @@ func callAccess(reg skillSource, name string, targets []catalog.Target) []instru
 func grantAccess(g hostfns.Grants) []instructions.Access {
 	var out []instructions.Access
 	for _, d := range g.Read {
-		out = append(out, instructions.Access{Kind: instructions.Read, Target: instructions.RealPath(d), Tree: true})
+		out = append(out, instructions.Access{Kind: instructions.Read, Target: osfile.RealPath(d), Tree: true})
 	}
 	for _, d := range g.Write {
-		out = append(out, instructions.Access{Kind: instructions.Write, Target: instructions.RealPath(d), Tree: true})
+		out = append(out, instructions.Access{Kind: instructions.Write, Target: osfile.RealPath(d), Tree: true})
 	}
 	for _, e := range g.Domains {
 		host := e.Host()

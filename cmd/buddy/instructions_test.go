@@ -18,6 +18,7 @@ import (
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/instructions"
+	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/internal/registry"
 )
 
@@ -150,7 +151,7 @@ func TestGuardThroughTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	s, err := instructions.Parse("/skills/s/SKILL.md", []byte("---\nname: md-only\npermissions:\n  fs:\n    read: [\""+instructions.RealPath(dir)+"/**/*.md\"]\n---\nx\n"))
+	s, err := instructions.Parse("/skills/s/SKILL.md", []byte("---\nname: md-only\npermissions:\n  fs:\n    read: [\""+osfile.RealPath(dir)+"/**/*.md\"]\n---\nx\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

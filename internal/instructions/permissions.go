@@ -464,17 +464,3 @@ func (ss *Sessions) Check(ctx context.Context, conversation, skill string, acces
 	}
 	return nil
 }
-
-// RealPath resolves the symbolic links of p as far as it exists, so that a
-// link named notes.md cannot stand for secret.txt in a glob match.
-func RealPath(p string) string {
-	p = filepath.Clean(p)
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	dir, base := filepath.Split(p)
-	if dir == "" || dir == p {
-		return p
-	}
-	return filepath.Join(RealPath(filepath.Clean(dir)), base)
-}

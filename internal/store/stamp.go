@@ -46,20 +46,6 @@ type skillsStamp struct {
 // stampSuffix names the stamp after the database's real path.
 const stampSuffix = ".skills"
 
-// realPath is the absolute path db with symlinks resolved, as SQLite resolves
-// them, so that files named after a database (its stamp, its setup lock) are
-// the same for every process that reaches it through any link. A file that
-// does not exist yet is resolved through its directory.
-func realPath(db string) string {
-	if real, err := filepath.EvalSymlinks(db); err == nil {
-		return real
-	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(db)); err == nil {
-		return filepath.Join(dir, filepath.Base(db))
-	}
-	return db
-}
-
 // SkillsFingerprint is a short value that changes whenever a skill is
 // installed, upgraded or removed (by this process or another): a long-running
 // reader compares it with the last one it saw instead of listing every row.

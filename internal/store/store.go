@@ -195,7 +195,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	// Files named after the database (its setup lock, its skills stamp)
 	// are named after it with symlinks resolved.
-	real := realPath(abs)
+	real := osfile.RealPath(abs)
 	unlock, err := setupLock(ctx, real)
 	if err != nil {
 		return nil, err
