@@ -68,7 +68,9 @@ type Result struct {
 	Widened  []string // capabilities the upgrade added, in plain words
 }
 
-// Install validates and installs a module.
+// Install validates and installs a module. An error wrapping
+// store.ErrNotAnnounced comes with the result: the skill is installed, but a
+// running buddy serve sees it only once restarted.
 func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) {
 	if in.Store == nil || in.DataDir == "" {
 		// Without a data directory the copy would land in the working directory.
@@ -153,7 +155,10 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	} else {
 		err = in.Store.InsertSkill(ctx, row)
 	}
-	if err != nil {
+	// Stored but not announced to running processes: the install stands,
+	// so it is finished (old module, audit row) and the error reported.
+	unannounced := errors.Is(err, store.ErrNotAnnounced)
+	if err != nil && !unannounced {
 		// Leave the copy if a row uses it: the one being upgraded, or one
 		// that a concurrent install of the same module just recorded.
 		if !(res.Upgraded && dest == old.WasmPath) && !in.inUse(ctx, m.Name, dest) {
@@ -177,10 +182,14 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		outcome = "upgraded from " + res.Previous
 	}
 	in.audit(ctx, store.AuditInstall, outcome, row)
+	if unannounced {
+		return res, err
+	}
 	return res, nil
 }
 
-// Remove uninstalls a skill: its row and its module file. Its key-value and
+// Remove uninstalls a skill: its row and its module file (also when the
+// error wraps store.ErrNotAnnounced: the removal stands). Its key-value and
 // memory namespace is kept (reinstalling it finds its memory again).
 func (in *Installer) Remove(ctx context.Context, name string) (store.InstalledSkill, error) {
 	if _, ok := builtins.Get(name); ok {
@@ -190,7 +199,10 @@ func (in *Installer) Remove(ctx context.Context, name string) (store.InstalledSk
 	if err != nil {
 		return row, err
 	}
-	if err := in.Store.DeleteSkill(ctx, name); err != nil {
+	// Stored but not announced to running processes: the removal stands, so
+	// it is finished (module file, audit row) and the error reported.
+	err = in.Store.DeleteSkill(ctx, name)
+	if err != nil && !errors.Is(err, store.ErrNotAnnounced) {
 		return row, err
 	}
 	if in.owns(row.WasmPath) {
@@ -198,7 +210,7 @@ func (in *Installer) Remove(ctx context.Context, name string) (store.InstalledSk
 		os.Remove(filepath.Dir(row.WasmPath)) // only if empty
 	}
 	in.audit(ctx, store.AuditRemove, "removed", row)
-	return row, nil
+	return row, err
 }
 
 // inUse reports whether the installed skill name uses the module file path.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -652,6 +653,14 @@ type fakeStore struct {
 	*store.Store
 	insert  func(ctx context.Context, sk store.InstalledSkill) error
 	replace func(ctx context.Context, sk store.InstalledSkill) error
+	delete  func(ctx context.Context, name string) error
+}
+
+func (f *fakeStore) DeleteSkill(ctx context.Context, name string) error {
+	if f.delete != nil {
+		return f.delete(ctx, name)
+	}
+	return f.Store.DeleteSkill(ctx, name)
 }
 
 func (f *fakeStore) InsertSkill(ctx context.Context, sk store.InstalledSkill) error {
@@ -666,6 +675,63 @@ func (f *fakeStore) ReplaceSkill(ctx context.Context, sk store.InstalledSkill) e
 		return f.replace(ctx, sk)
 	}
 	return f.Store.ReplaceSkill(ctx, sk)
+}
+
+// TestChangeStoredNotAnnounced: when the store commits a change but cannot
+// announce it to running processes (store.ErrNotAnnounced), the change
+// stands: install, upgrade and removal finish (module files, audit rows) and
+// report the error.
+func TestChangeStoredNotAnnounced(t *testing.T) {
+	e := newEnv(t)
+	unannounced := func(err error) error {
+		if err != nil {
+			return err
+		}
+		return errs.Wrap(errs.ErrUnavailable, "done, but", fmt.Errorf("%w: stamp", store.ErrNotAnnounced))
+	}
+	fs := &fakeStore{Store: e.st,
+		insert: func(ctx context.Context, sk store.InstalledSkill) error {
+			return unannounced(e.st.InsertSkill(ctx, sk))
+		},
+		replace: func(ctx context.Context, sk store.InstalledSkill) error {
+			return unannounced(e.st.ReplaceSkill(ctx, sk))
+		},
+		delete: func(ctx context.Context, name string) error { return unannounced(e.st.DeleteSkill(ctx, name)) },
+	}
+	inst := &lifecycle.Installer{Store: fs, DataDir: e.dataDir}
+	first, err := inst.Install(t.Context(), lifecycle.Request{WasmPath: e.module(t, "echo.wasm", manifest("echo", "1.0.0", "read_only", ""))})
+	if !errors.Is(err, store.ErrNotAnnounced) || first == nil {
+		t.Fatalf("install: %v, %v; want the result and ErrNotAnnounced", first, err)
+	}
+	if got, want := e.files(t), []string{"echo/", "echo/" + first.Skill.SHA256 + ".wasm"}; !slices.Equal(got, want) {
+		t.Fatalf("after install: files %v, want %v", got, want)
+	}
+	up, err := inst.Install(t.Context(), lifecycle.Request{
+		WasmPath: e.module(t, "counter.wasm", manifest("echo", "1.1.0", "read_only", "")), Upgrade: true,
+	})
+	if !errors.Is(err, store.ErrNotAnnounced) || up == nil || e.row(t, "echo").Version != "1.1.0" {
+		t.Fatalf("upgrade: %v, %v", up, err)
+	}
+	if got, want := e.files(t), []string{"echo/", "echo/" + up.Skill.SHA256 + ".wasm"}; !slices.Equal(got, want) {
+		t.Fatalf("after upgrade: files %v, want %v (the old module removed)", got, want)
+	}
+	if _, err := inst.Remove(t.Context(), "echo"); !errors.Is(err, store.ErrNotAnnounced) {
+		t.Fatalf("remove: %v", err)
+	}
+	if f := e.files(t); len(f) != 0 {
+		t.Fatalf("after remove: files %v", f)
+	}
+	rows, err := e.st.Audit(t.Context(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, r := range rows {
+		outcomes = append(outcomes, r.Outcome)
+	}
+	if want := []string{"installed", "upgraded from 1.0.0", "removed"}; !slices.Equal(outcomes, want) {
+		t.Fatalf("audit outcomes %q, want %q", outcomes, want)
+	}
 }
 
 // TestInsertFailureLeavesNothing: when recording the skill fails, the module

@@ -197,6 +197,14 @@ func affectedOne(ctx context.Context, op string, res sql.Result, err error, what
 	return nil
 }
 
+// ErrNotAnnounced is wrapped by an error of InsertSkill, ReplaceSkill or
+// DeleteSkill whose change was committed but could not be announced to the
+// running buddy processes (the skills stamp could be neither appended to nor
+// removed): the change stands, and a running buddy serve sees it once
+// restarted. The caller finishes what follows the change (its files, its
+// audit row) and reports the error.
+var ErrNotAnnounced = errors.New("not announced to running buddy processes")
+
 // writeSkills is write for a change of installed_skills: once committed, the
 // change is stamped (stamp.go).
 func (s *Store) writeSkills(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
@@ -204,7 +212,8 @@ func (s *Store) writeSkills(ctx context.Context, op string, fn func(tx *sql.Tx) 
 		return err
 	}
 	if err := s.stampSkills(); err != nil {
-		return errs.Wrap(errs.ErrUnavailable, op+": done, but a running buddy serve may not see it until restarted", err)
+		return errs.Wrap(errs.ErrUnavailable, op+": done, but a running buddy serve may not see it until restarted",
+			fmt.Errorf("%w: %w", ErrNotAnnounced, err))
 	}
 	return nil
 }

@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/buddy-run/buddy/internal/errs"
 )
 
 // TestSkillsFingerprintAcrossProcesses: a second Store on the same file (as
@@ -231,5 +234,36 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSkillsChangeNotAnnounced: when the stamp can be neither appended to nor
+// removed, a change of installed skills is still committed, and its error
+// says so (ErrNotAnnounced) for the caller to finish what follows it.
+func TestSkillsChangeNotAnnounced(t *testing.T) {
+	ctx := t.Context()
+	s := openTest(t, Options{})
+	// A stamp "inside" a regular file: every operation on it fails with
+	// ENOTDIR, whoever runs the test (root included).
+	blocker := filepath.Join(t.TempDir(), "file")
+	must(t, os.WriteFile(blocker, nil, 0o600))
+	s.stamp.path = filepath.Join(blocker, "buddy.db.skills")
+	for _, change := range []struct {
+		name string
+		do   func() error
+		rows int
+	}{
+		{"insert", func() error { return s.InsertSkill(ctx, testSkill("echo")) }, 1},
+		{"replace", func() error { return s.ReplaceSkill(ctx, testSkill("echo")) }, 1},
+		{"delete", func() error { return s.DeleteSkill(ctx, "echo") }, 0},
+	} {
+		err := change.do()
+		if !errors.Is(err, ErrNotAnnounced) || !errors.Is(err, errs.ErrUnavailable) {
+			t.Fatalf("%s: err = %v, want ErrNotAnnounced (unavailable)", change.name, err)
+		}
+		rows, err := s.ListSkills(ctx)
+		if err != nil || len(rows) != change.rows {
+			t.Fatalf("%s: %d rows (%v), want %d: the change is committed", change.name, len(rows), err, change.rows)
+		}
 	}
 }
