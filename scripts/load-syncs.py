@@ -72,7 +72,10 @@ def main():
 
     calls = read_calls(args.calls)
     syncs = read_syncs(args.syncs, args.comm)
-    t0, t1 = calls[0][0], calls[-1][0] + calls[-1][1] / 1e3
+    # A call spans its round trip plus its skill's run (the round trip
+    # excludes it).
+    end = lambda c: c[0] + (c[1] + c[2]) / 1e3
+    t0, t1 = calls[0][0], max(end(c) for c in calls)
     during = [s for s in syncs if t0 <= s[0] <= t1]
     if not during:
         sys.exit("no fdatasync during the burst: were both recorded in the same run?")
@@ -85,7 +88,7 @@ def main():
     explained = 0
     print(f"\nround trips over {args.slow} ms: {len(slow)} of {len(calls)} (asked at, ms into the burst)")
     for asked, rtt, skill in slow:
-        over = [s for s in long_ if s[0] < asked + rtt / 1e3 and s[0] + s[1] / 1e3 > asked]
+        over = [s for s in long_ if s[0] < end((asked, rtt, skill)) and s[0] + s[1] / 1e3 > asked]
         explained += bool(over)
         where = ", ".join(f"{(s[0] - t0) * 1e3:.1f} ({s[1]:.1f} ms, fd {s[2]})" for s in over) or "none"
         print(f"  asked {(asked - t0) * 1e3:8.1f}  round trip {rtt:6.2f}  skill {skill:5.2f}  | long fdatasync overlapping: {where}")
