@@ -397,6 +397,27 @@ func TestServeInvoke(t *testing.T) {
 	}
 }
 
+// TestServeGCPolicy: buddy serve applies its collector policy
+// (internal/gcpolicy) and says so, unless GOGC or GOMEMLIMIT is set in its
+// environment, which it then leaves in force.
+func TestServeGCPolicy(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, `msg="garbage collector" gc_percent=400 memory_limit_mib=180`},
+		{[]string{"GOGC=150"}, `msg="garbage collector left as GOGC and GOMEMLIMIT set it" GOGC=150 GOMEMLIMIT=""`},
+		{[]string{"GOMEMLIMIT=1GiB"}, `msg="garbage collector left as GOGC and GOMEMLIMIT set it" GOGC="" GOMEMLIMIT=1GiB`},
+	} {
+		s := newSandbox(t)
+		sv := startServeEnv(t, s, c.env)
+		if log := sv.stderr.String(); !strings.Contains(log, c.want) {
+			t.Errorf("environment %q: the log lacks %s:\n%s", c.env, c.want, log)
+		}
+	}
+}
+
 // TestServeRemoteRefused: a non-loopback --listen without allow_remote is a
 // config error that names the key.
 func TestServeRemoteRefused(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/gcpolicy"
 	"github.com/buddy-run/buddy/internal/mcpserver"
 	"github.com/buddy-run/buddy/internal/osmem"
 	"github.com/buddy-run/buddy/internal/registry"
@@ -137,6 +138,14 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		log.Info("start-up memory released", "rss_before_mib", mebibytes(r.Before), "rss_after_mib", mebibytes(r.After))
 	case !errors.Is(err, osmem.ErrUnsupported):
 		log.Warn("releasing start-up memory", "err", err)
+	}
+	// Then the collector's policy for serving: more heap, fewer cycles under
+	// a burst, within a memory limit (internal/gcpolicy).
+	if restore, applied := gcpolicy.Apply(ctx, gcpolicy.Serve, os.Getenv); applied {
+		defer restore()
+		log.Info("garbage collector", "gc_percent", gcpolicy.Serve.Percent, "memory_limit_mib", mebibytes(gcpolicy.Serve.Limit))
+	} else {
+		log.Info("garbage collector left as GOGC and GOMEMLIMIT set it", "GOGC", os.Getenv("GOGC"), "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"))
 	}
 	addr := ln.Addr().String()
 	fmt.Fprintf(a.stdout, "buddy is serving on http://%s/\nopen the page: http://%s/#token=%s\n", addr, addr, tok)
