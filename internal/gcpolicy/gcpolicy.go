@@ -14,9 +14,10 @@
 // Serve lets the heap grow to five times what is live (Percent 400) under a
 // soft memory limit (Limit, 180 MiB) that the runtime enforces by collecting
 // earlier. So that the limit never makes the collector run back to back, a
-// watcher raises it to twice the live heap whenever the live heap outgrows
-// half of it (the pace of GOGC=100, no slower) and lowers it again as the
-// live heap shrinks. GOGC or GOMEMLIMIT set in the environment wins: then
+// watcher keeps it at least at twice the live heap plus what the runtime
+// holds besides the heap (goroutine stacks, metadata): room for the heap to
+// double, the pace of GOGC=100 and no slower, however large the live heap
+// grows; it comes back down to Limit as the live heap shrinks. GOGC or GOMEMLIMIT set in the environment wins: then
 // Apply changes nothing and the runtime is left as the user configured it.
 //
 //	restore, applied := gcpolicy.Apply(ctx, gcpolicy.Serve, os.Getenv)
@@ -34,7 +35,8 @@ import (
 
 // Policy is a collector setting: the heap may grow by Percent per cent of
 // what is live before a cycle starts (GOGC), and the runtime keeps its memory
-// under max(Limit, 2 × live heap) by collecting earlier (GOMEMLIMIT).
+// under LimitFor(live heap, the rest, Limit) by collecting earlier
+// (GOMEMLIMIT).
 type Policy struct {
 	Percent int
 	Limit   int64
@@ -46,9 +48,18 @@ type Policy struct {
 // under issue 9's 200 MiB resident (its peak measured 163–180 MiB with it).
 var Serve = Policy{Percent: 400, Limit: 180 << 20}
 
-// liveHeap is the runtime metric the watcher reads: the heap marked live by
-// the last completed cycle.
-const liveHeap = "/gc/heap/live:bytes"
+// The runtime metrics the watcher reads: the heap marked live by the last
+// completed cycle, and the memory the limit counts (all the runtime mapped
+// but what it released) less the heap's own (objects, unused and free
+// spans), which leaves stacks, metadata and the like.
+var metricNames = []string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+}
 
 // Apply sets p unless getenv reports GOGC or GOMEMLIMIT set, and watches the
 // live heap until ctx ends or restore is called. restore (safe to call more
@@ -63,7 +74,7 @@ func Apply(ctx context.Context, p Policy, getenv func(string) string) (restore f
 		every = time.Second
 	}
 	oldPercent := debug.SetGCPercent(p.Percent)
-	oldLimit := debug.SetMemoryLimit(LimitFor(live(), p.Limit))
+	oldLimit := debug.SetMemoryLimit(p.limit())
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -75,7 +86,7 @@ func Apply(ctx context.Context, p Policy, getenv func(string) string) (restore f
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if want := LimitFor(live(), p.Limit); want != debug.SetMemoryLimit(-1) {
+				if want := p.limit(); want != debug.SetMemoryLimit(-1) {
 					debug.SetMemoryLimit(want)
 				}
 			}
@@ -89,26 +100,37 @@ func Apply(ctx context.Context, p Policy, getenv func(string) string) (restore f
 	}), true
 }
 
-// LimitFor is the memory limit for a live heap of live bytes under a policy
-// whose limit is floor: floor, or twice the live heap once that is larger.
-func LimitFor(live, floor int64) int64 {
-	if live > math.MaxInt64/2 {
+// LimitFor is the memory limit for a live heap of live bytes and other bytes
+// the runtime holds besides the heap, under a policy whose limit is floor:
+// floor, or room for the live heap to double once that is larger.
+func LimitFor(live, other, floor int64) int64 {
+	live, other = max(live, 0), max(other, 0)
+	if live > (math.MaxInt64-other)/2 {
 		return math.MaxInt64
 	}
-	return max(floor, 2*live)
+	return max(floor, 2*live+other)
 }
 
-// live reads the live heap (0 before the first cycle, or if the runtime
-// does not report it).
-func live() int64 {
-	s := []metrics.Sample{{Name: liveHeap}}
+// limit is the memory limit for the runtime's memory now.
+func (p Policy) limit() int64 {
+	live, other := usage()
+	return LimitFor(live, other, p.Limit)
+}
+
+// usage reads the live heap (0 before the first cycle) and the memory the
+// runtime holds besides the heap; a metric the runtime does not report
+// counts as 0.
+func usage() (live, other int64) {
+	s := make([]metrics.Sample, len(metricNames))
+	for i, n := range metricNames {
+		s[i].Name = n
+	}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	v := make([]int64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(min(s[i].Value.Uint64(), math.MaxInt64))
+		}
 	}
-	v := s[0].Value.Uint64()
-	if v > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(v)
+	return v[0], v[1] - v[2] - v[3] - v[4] - v[5]
 }

@@ -21,20 +21,24 @@ func noEnv(string) string { return "" }
 func TestLimitFor(t *testing.T) {
 	const floor = 180 << 20
 	for _, c := range []struct {
-		name string
-		live int64
-		want int64
+		name        string
+		live, other int64
+		want        int64
 	}{
-		{"nothing live yet", 0, floor},
-		{"well under half the floor", 30 << 20, floor},
-		{"exactly half the floor", floor / 2, floor},
-		{"just over half the floor", floor/2 + 1, floor + 2},
-		{"live heap past the floor", 500 << 20, 1000 << 20},
-		{"would overflow", math.MaxInt64/2 + 1, math.MaxInt64},
-		{"largest", math.MaxInt64, math.MaxInt64},
+		{"nothing live yet", 0, 0, floor},
+		{"well under the floor", 30 << 20, 20 << 20, floor},
+		{"exactly the floor", 80 << 20, 20 << 20, floor},
+		{"just over the floor", 80<<20 + 1, 20 << 20, floor + 2},
+		{"stacks push it over", 60 << 20, 100 << 20, 220 << 20},
+		{"live heap past the floor", 500 << 20, 0, 1000 << 20},
+		{"negative figures count as 0", -5, -7, floor},
+		{"would overflow", math.MaxInt64/2 + 1, 0, math.MaxInt64},
+		{"would overflow with the rest", math.MaxInt64/4 + 1, math.MaxInt64/2 + 1, math.MaxInt64},
+		{"just fits with the rest", math.MaxInt64 / 4, math.MaxInt64 / 2, math.MaxInt64/4*2 + math.MaxInt64/2},
+		{"largest", math.MaxInt64, math.MaxInt64, math.MaxInt64},
 	} {
-		if got := LimitFor(c.live, floor); got != c.want {
-			t.Errorf("%s: LimitFor(%d, %d) = %d, want %d", c.name, c.live, floor, got, c.want)
+		if got := LimitFor(c.live, c.other, floor); got != c.want {
+			t.Errorf("%s: LimitFor(%d, %d, %d) = %d, want %d", c.name, c.live, c.other, floor, got, c.want)
 		}
 	}
 }
@@ -80,11 +84,11 @@ func TestEnvironmentWins(t *testing.T) {
 	}
 }
 
-// TestWatcherFollowsTheLiveHeap: with a floor far below the live heap, the
-// watcher raises the limit to twice the live heap, and lowers it back to the
-// floor once the heap is released.
+// TestWatcherFollowsTheLiveHeap: with a floor below the live heap, the
+// watcher raises the limit to at least twice the live heap, and lowers it
+// back once the heap is released.
 func TestWatcherFollowsTheLiveHeap(t *testing.T) {
-	const floor = 1 << 20
+	const floor = 8 << 20
 	restore, applied := Apply(t.Context(), Policy{Percent: 100, Limit: floor, Every: 5 * time.Millisecond}, noEnv)
 	defer restore()
 	if !applied {
@@ -111,7 +115,8 @@ func waitLimit(t *testing.T, when string, ok func(int64) bool) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: memory limit still %d (live heap %d)", when, l, live())
+			live, other := usage()
+			t.Fatalf("%s: memory limit still %d (live heap %d, other %d)", when, l, live, other)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
