@@ -22,6 +22,7 @@ import (
 	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/server"
 	"github.com/buddy-run/buddy/internal/store"
+	"github.com/buddy-run/buddy/internal/syncbuf"
 	"github.com/buddy-run/buddy/runtime"
 )
 
@@ -154,7 +155,7 @@ type chatRun struct {
 // chat runs buddy chat against the stack with stdin, until it exits.
 func (cs *chatStack) chat(t *testing.T, stdin io.Reader, conversation string, intr <-chan os.Signal) chatRun {
 	t.Helper()
-	var out, errOut syncWriter
+	var out, errOut syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runChat(t.Context(), chatOptions{
@@ -169,24 +170,6 @@ func (cs *chatStack) chat(t *testing.T, stdin io.Reader, conversation string, in
 		t.Fatalf("buddy chat did not exit within %v; output so far:\n%s\nstderr:\n%s", chatWait, out.String(), errOut.String())
 	}
 	return chatRun{}
-}
-
-// syncWriter is a strings.Builder safe for concurrent use.
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 // assertShown fails unless every want appears in out, in order.

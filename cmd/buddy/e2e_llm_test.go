@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/buddy-run/buddy/internal/syncbuf"
 )
 
 // e2eLLMTarget is one LLM server buddy talks to.
@@ -121,7 +123,7 @@ func startLlamaServer(t *testing.T) string {
 	port := freePort(t)
 	addr := net.JoinHostPort("127.0.0.1", port)
 	cmd := exec.Command(bin, "-m", model, "--jinja", "--host", "127.0.0.1", "--port", port, "-c", "4096")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting llama-server: %v", err)

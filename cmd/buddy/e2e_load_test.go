@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/buddy-run/buddy/internal/syncbuf"
 )
 
 // Load test of `buddy serve` (docs/BENCHMARKS.md, `make load`): N
@@ -335,7 +337,7 @@ func (p *loadPhase) String() string {
 // figure adds what the load generator itself takes (its reads and writes,
 // its goroutines waiting for a CPU). It waits for want such lines: one per
 // call whose result the phase received (each is logged before it is sent).
-func serverShares(t *testing.T, log *syncBuffer, mark, want int) []time.Duration {
+func serverShares(t *testing.T, log *syncbuf.Buffer, mark, want int) []time.Duration {
 	t.Helper()
 	var shares []time.Duration
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

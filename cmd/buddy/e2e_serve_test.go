@@ -9,7 +9,6 @@ package main_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,46 +27,15 @@ import (
 
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/store"
+	"github.com/buddy-run/buddy/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// Len is how many bytes were written so far.
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Len()
-}
-
-// From returns what was written from offset off on.
-func (b *syncBuffer) From(off int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.b.Bytes()[min(off, b.b.Len()):])
-}
 
 // served is one running `buddy serve`.
 type served struct {
 	cmd    *exec.Cmd
 	addr   string // host:port it listens on
 	token  string // from the printed page address, after '#token='
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	exited chan struct{}
 	err    error // cmd.Wait's, once exited is closed
 }
@@ -94,7 +62,7 @@ func startServeEnv(t *testing.T, s *sandbox, extraEnv []string, args ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv := &served{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	sv := &served{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = sv.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
