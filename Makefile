@@ -10,7 +10,7 @@
 #   make e2e-llm   the agent loop against a real llama-server, both APIs (README; outside make test)
 #   make fuzz      every fuzz target for FUZZTIME each
 #   make check     gofmt, go mod tidy, generated files; then git diff --exit-code
-#   make lint      go vet and gofmt on every module
+#   make lint      gofmt, and go vet for Linux, Windows and macOS
 #   make tools     install the pinned toolchains the tests need (and chromium for the page tests)
 
 SHELL := /bin/bash
@@ -115,6 +115,10 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v /testdata/)); \
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	# The other systems buddy builds for (its *_other.go files): every
+	# package and its tests must at least compile and vet there.
+	GOOS=windows $(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
 
 check: lint
 	$(GO) mod tidy
