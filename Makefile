@@ -65,8 +65,10 @@ bench-once:
 # buddy serve under load: LOAD_SESSIONS concurrent WebSocket sessions on
 # loopback, each invoking write_file under approval "always" and approving it
 # (cmd/buddy/e2e_load_test.go; `make test` runs it with 50 sessions).
-# write_file writes into /dev/shm when it is a tmpfs (the database stays on
-# disk); BUDDY_LOAD_FILES=DIR puts the files under DIR instead.
+# write_file writes into /dev/shm when it is a tmpfs; BUDDY_LOAD_FILES=DIR
+# puts the files under DIR instead. The database stays on a disk: the test's
+# temporary directory, or the user's cache directory when that is in memory
+# (/tmp on Debian 13); BUDDY_LOAD_DB=DIR puts it under DIR instead.
 # BUDDY_LOAD_DUMP=FILE writes every call's figures to FILE (for
 # scripts/load-syncs.py; docs/BENCHMARKS.md, "What sets the burst's tail").
 load:

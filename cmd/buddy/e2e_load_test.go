@@ -106,8 +106,9 @@ func TestLoad(t *testing.T) {
 	s := newSandbox(t)
 	cfg, files := serveConfig(t, s, "always")
 	files, where := loadFilesDir(t, files)
+	dataDir, dbWhere := loadDataDir(t, s)
 	// Room for every session, whatever the default.
-	write(t, cfg, writeConfig(files, "always")+fmt.Sprintf("\n[server]\nmax_connections = %d\n", n+16))
+	write(t, cfg, writeConfig(files, "always")+fmt.Sprintf("\n[server]\nmax_connections = %d\n\n[storage]\ndata_dir = %s\n", n+16, q(dataDir)))
 	sv := startServe(t, s, "--config", cfg)
 	pid := sv.cmd.Process.Pid
 	// Idle: the most the started server holds over its first idle seconds,
@@ -217,9 +218,10 @@ func TestLoad(t *testing.T) {
   burst (all sessions at once)  %s
   paced (%d invocations/s)      %s
   server RSS  idle %s, %d sessions connected %s, peak sampled %s, VmHWM %s
-  write_file's files: %s; creating one there costs %s (the kernel's share of each call)`,
+  write_file's files: %s; creating one there costs %s (the kernel's share of each call)
+  database: %s`,
 		n, loadCallsPerSession, burst, rate, paced,
-		mib(idle), n, mib(connected), mib(peak.Load()), mib(hwm), where, createCost(t, files))
+		mib(idle), n, mib(connected), mib(peak.Load()), mib(hwm), where, createCost(t, files), dbWhere)
 }
 
 // dumpLoadCalls writes every call's figures to path (BUDDY_LOAD_DUMP), one
@@ -280,6 +282,66 @@ func loadFilesDir(t *testing.T, fallback string) (dir, where string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir, dir + " (" + where + ")"
+}
+
+// loadDataDir is where the server under load keeps its data directory (its
+// database): on a disk, as a user's ~/.local/share/buddy is, so that every
+// commit is an fsync of a real WAL. The test's temporary directory, unless
+// it is in memory (/tmp is a tmpfs on some systems, Debian 13 among them);
+// then a directory under the user's cache directory; BUDDY_LOAD_DB=DIR puts
+// it under DIR instead, whatever DIR is. where names the directory and its
+// filesystem for the report. With the database in memory commits do no I/O,
+// nothing paces the burst but the CPU, and the round trip's tail is another
+// figure (docs/BENCHMARKS.md, "On a machine to itself").
+func loadDataDir(t *testing.T, s *sandbox) (dir, where string) {
+	t.Helper()
+	parent := os.Getenv("BUDDY_LOAD_DB")
+	switch {
+	case parent != "":
+	case !inMemory(s.dataHome):
+		return s.dataDir(), s.dataDir() + " (" + fsName(s.dataHome) + ")"
+	default:
+		cache, err := os.UserCacheDir()
+		if err != nil || os.MkdirAll(cache, 0o755) != nil || inMemory(cache) {
+			return s.dataDir(), s.dataDir() + " (" + fsName(s.dataHome) + ", in memory: commits do no I/O; set BUDDY_LOAD_DB to a directory on disk)"
+		}
+		parent = cache
+	}
+	dir, err := os.MkdirTemp(parent, "buddy-load-db-")
+	if err != nil {
+		t.Fatalf("a data directory for the load test under %s: %v", parent, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir, dir + " (" + fsName(dir) + ")"
+}
+
+// Filesystems by statfs type.
+var fsNames = map[uint32]string{
+	unix.TMPFS_MAGIC:           "tmpfs",
+	unix.RAMFS_MAGIC:           "ramfs",
+	unix.EXT4_SUPER_MAGIC:      "ext4",
+	unix.XFS_SUPER_MAGIC:       "xfs",
+	unix.BTRFS_SUPER_MAGIC:     "btrfs",
+	unix.OVERLAYFS_SUPER_MAGIC: "overlayfs",
+	unix.F2FS_SUPER_MAGIC:      "f2fs",
+}
+
+// fsName names the filesystem path is on.
+func fsName(path string) string {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil {
+		return "filesystem unknown: " + err.Error()
+	}
+	if n, ok := fsNames[uint32(fs.Type)]; ok {
+		return n
+	}
+	return fmt.Sprintf("filesystem 0x%x", uint32(fs.Type))
+}
+
+// inMemory reports whether path is on a tmpfs or ramfs.
+func inMemory(path string) bool {
+	var fs unix.Statfs_t
+	return unix.Statfs(path, &fs) == nil && (uint32(fs.Type) == unix.TMPFS_MAGIC || uint32(fs.Type) == unix.RAMFS_MAGIC)
 }
 
 // createCost times creating and removing files in dir, as write_file does
