@@ -19,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/fs"
 	"github.com/buddy-run/buddy/runtime/internal/fuel"
 )
 
@@ -162,7 +163,9 @@ func BenchmarkFuelOverhead(b *testing.B) {
 //     bare wazero: what a fresh instance costs before anything Extism does;
 //   - ratio: idle buddy, the wazero floor and naive go-sdk interleaved call
 //     by call; reports buddy/floor and naive/buddy (ratios of medians), and
-//     read_file of 4 KiB against the echo (readfile/echo). The echo and
+//     read_file of 4 KiB against the echo (readfile/echo), and the same read
+//     by the host function's own code outside the sandbox (nativeread-µs):
+//     (echo+nativeread)/echo is the least readfile/echo could be. The echo and
 //     read_file swap places every iteration (one before the naive call, one
 //     after it), so that neither always follows naive go-sdk's 1.2 MiB of
 //     garbage;
@@ -281,10 +284,14 @@ func BenchmarkCallLatency(b *testing.B) {
 		}
 		defer cp.Close(ctx)
 		f := newFloor(b, ctx)
-		rf, rfInput := loadReadFile(b, rt)
+		rf, rfInput, rfDir := loadReadFile(b, rt)
+		roots, err := fs.Open([]string{rfDir}, fs.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
 		mod.refill()
 		rf.refill()
-		var floor, buddy, naive, readFile []time.Duration
+		var floor, buddy, naive, readFile, native []time.Duration
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
@@ -334,17 +341,29 @@ func BenchmarkCallLatency(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			// The same read by the host function's own code, outside any
+			// sandbox: what read_file cannot cost less than.
+			nativeRead := func() {
+				start := time.Now()
+				data, err := roots.Read(ctx, "f.txt")
+				native = append(native, time.Since(start))
+				if err != nil || len(data) != 4096 {
+					b.Fatal(err)
+				}
+			}
 			if i%2 == 0 {
 				echo()
 				naiveCall()
 				read()
+				nativeRead()
 			} else {
+				nativeRead()
 				read()
 				naiveCall()
 				echo()
 			}
 		}
-		fl, bu, na, rd := median(floor), median(buddy), median(naive), median(readFile)
+		fl, bu, na, rd, nr := median(floor), median(buddy), median(naive), median(readFile), median(native)
 		b.ReportMetric(float64(fl.Nanoseconds())/1e3, "floor-µs")
 		b.ReportMetric(float64(bu.Nanoseconds())/1e3, "buddy-µs")
 		b.ReportMetric(float64(na.Nanoseconds())/1e3, "naive-µs")
@@ -352,6 +371,8 @@ func BenchmarkCallLatency(b *testing.B) {
 		b.ReportMetric(float64(na)/float64(bu), "naive/buddy")
 		b.ReportMetric(float64(rd.Nanoseconds())/1e3, "readfile-µs")
 		b.ReportMetric(float64(rd)/float64(bu), "readfile/echo")
+		b.ReportMetric(float64(nr.Nanoseconds())/1e3, "nativeread-µs")
+		b.ReportMetric(float64(bu+nr)/float64(bu), "(echo+nativeread)/echo")
 	})
 	b.Run("native", func(b *testing.B) {
 		b.ReportAllocs()
@@ -421,8 +442,8 @@ func median(d []time.Duration) time.Duration {
 // loadReadFile loads the read_file built-in (builtins-wasm/) with a read
 // grant on a directory holding a 4 KiB file, and returns it with the input
 // that reads that file.
-func loadReadFile(b *testing.B, rt *Runtime) (*Module, []byte) {
-	dir := b.TempDir()
+func loadReadFile(b *testing.B, rt *Runtime) (mod *Module, input []byte, dir string) {
+	dir = b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f.txt"), bytes.Repeat([]byte("0123456789abcdef"), 256), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -443,11 +464,11 @@ func loadReadFile(b *testing.B, rt *Runtime) (*Module, []byte) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { host.Close() })
-	mod, err := rt.Load(context.Background(), wasm, Spec{Manifest: man, Host: host})
+	mod, err = rt.Load(context.Background(), wasm, Spec{Manifest: man, Host: host})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return mod, []byte(`{"path":"f.txt"}`)
+	return mod, []byte(`{"path":"f.txt"}`), dir
 }
 
 // waitReady waits until the module's prepared instances are all there.
