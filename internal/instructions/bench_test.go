@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/buddy-run/buddy/internal/cputime"
 )
 
 // makeSkills writes n SKILL.md skills of realistic size (a 600-character
@@ -43,7 +45,7 @@ func makeSkills(tb testing.TB, n int) string {
 func BenchmarkLoad1000(b *testing.B) {
 	dir := makeSkills(b, 1000)
 	st := NewStore(dir)
-	cpu0, ok0 := processCPU()
+	cpu0, ok0 := cputime.Process()
 	n := 0
 	for b.Loop() {
 		skills, problems := st.ListActive(b.Context())
@@ -54,7 +56,7 @@ func BenchmarkLoad1000(b *testing.B) {
 	}
 	// CPU time (all threads) per load: what the load costs on an idle
 	// machine, whatever else shares the cores while it is measured.
-	if cpu1, ok1 := processCPU(); ok0 && ok1 {
+	if cpu1, ok1 := cputime.Process(); ok0 && ok1 {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(n)/1e6, "cpu-ms/op")
 	}
 }

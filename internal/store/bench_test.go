@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buddy-run/buddy/internal/cputime"
 )
 
 // vocabulary is the word list of the benchmark corpus, most frequent first: the
@@ -114,7 +116,7 @@ func BenchmarkRecall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	runtime.LockOSThread() // for threadCPU
+	runtime.LockOSThread() // for cputime.Thread
 	defer runtime.UnlockOSThread()
 	var lat, cpu []time.Duration
 	empty := 0
@@ -124,11 +126,11 @@ func BenchmarkRecall(b *testing.B) {
 			words[i] = vocabulary[z.Uint64()]
 		}
 		q := strings.Join(words, " ") + "?"
-		c0, cpuOK := threadCPU()
+		c0, cpuOK := cputime.Thread()
 		t0 := time.Now()
 		mems, err := s.Recall(ctx, "bench", q, 10)
 		lat = append(lat, time.Since(t0))
-		if c1, ok := threadCPU(); ok && cpuOK {
+		if c1, ok := cputime.Thread(); ok && cpuOK {
 			cpu = append(cpu, c1-c0)
 		}
 		if err != nil {
