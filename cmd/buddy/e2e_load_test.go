@@ -267,11 +267,10 @@ func loadFilesDir(t *testing.T, fallback string) (dir, where string) {
 	t.Helper()
 	parent, where := os.Getenv("BUDDY_LOAD_FILES"), "BUDDY_LOAD_FILES"
 	if parent == "" {
-		var fs unix.Statfs_t
-		if err := unix.Statfs("/dev/shm", &fs); err != nil || fs.Type != unix.TMPFS_MAGIC {
+		if !inMemory("/dev/shm") {
 			return fallback, fallback + " (no tmpfs at /dev/shm)"
 		}
-		parent, where = "/dev/shm", "tmpfs"
+		parent, where = "/dev/shm", fsName("/dev/shm")
 	}
 	dir, err := os.MkdirTemp(parent, "buddy-load-")
 	if err != nil {
