@@ -335,6 +335,54 @@ func TestReadSwaps(t *testing.T) {
 	}
 }
 
+// TestReadChangesAfterFstat changes the file's content between Read's fstat
+// and its read: Read returns what the open file holds when it reads, whole,
+// whichever way the size moved (the read that stops at fstat's size ends
+// there only when nothing follows it).
+func TestReadChangesAfterFstat(t *testing.T) {
+	const before = "0123456789"
+	cases := []struct {
+		name   string
+		change func(f *os.File) error
+		want   string
+	}{
+		{"unchanged", func(f *os.File) error { return nil }, before},
+		{"grows by one byte", func(f *os.File) error { _, err := f.WriteAt([]byte("+"), 10); return err }, before + "+"},
+		{"grows to the limit", func(f *os.File) error {
+			_, err := f.WriteAt([]byte(strings.Repeat("x", fxMax-10)), 10)
+			return err
+		}, before + strings.Repeat("x", fxMax-10)},
+		{"shrinks", func(f *os.File) error { return f.Truncate(4) }, before[:4]},
+		{"emptied", func(f *os.File) error { return f.Truncate(0) }, ""},
+		{"rewritten, same size", func(f *os.File) error { _, err := f.WriteAt([]byte("abcdefghij"), 0); return err }, "abcdefghij"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fx := newFixture(t)
+			target := filepath.Join(fx.data, "changing")
+			must(t, os.WriteFile(target, []byte(before), 0o644))
+			fx.roots.hook = func(stage string) error {
+				if stage != stageRead {
+					return nil
+				}
+				f, err := os.OpenFile(target, os.O_WRONLY, 0)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				return c.change(f)
+			}
+			data, err := fx.roots.Read(t.Context(), "changing")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(data) != c.want {
+				t.Fatalf("read %q, want %q", data, c.want)
+			}
+		})
+	}
+}
+
 // TestWriteSwaps swaps things under Write between its steps.
 func TestWriteSwaps(t *testing.T) {
 	t.Run("final name becomes a symlink out before the rename", func(t *testing.T) {

@@ -113,6 +113,7 @@ func (r *Roots) readAll(path string, f *os.File, size int64) ([]byte, error) {
 			buf = append(buf, 0)[:len(buf)] // grow
 		}
 		end := min(int64(cap(buf)), limit)
+		asked := int(end) - len(buf)
 		n, err := f.Read(buf[len(buf):end])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > r.maxRead {
@@ -123,6 +124,15 @@ func (r *Roots) readAll(path string, f *os.File, size int64) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, osErr(opRead, path, "reading", err)
+		}
+		// A regular file's read comes back short only at its end: when it
+		// stops exactly at the size fstat gave, that is the file as it is
+		// now, and a last read to see EOF (a syscall, ~1 µs) would only
+		// confirm it. A file that grew fills the read (the loop goes on);
+		// one that shrank, or whose size fstat does not know (/proc, size
+		// 0), stops elsewhere and reads on to EOF.
+		if size > 0 && int64(len(buf)) == size && n > 0 && n < asked {
+			return buf, nil
 		}
 	}
 }
