@@ -52,7 +52,7 @@ var Serve = Policy{Percent: 400, Limit: 180 << 20}
 // completed cycle, and the memory the limit counts (all the runtime mapped
 // but what it released) less the heap's own (objects, unused and free
 // spans), which leaves stacks, metadata and the like.
-var metricNames = []string{
+var metricNames = [...]string{
 	"/gc/heap/live:bytes",
 	"/memory/classes/total:bytes",
 	"/memory/classes/heap/released:bytes",
@@ -73,8 +73,9 @@ func Apply(ctx context.Context, p Policy, getenv func(string) string) (restore f
 	if every <= 0 {
 		every = time.Second
 	}
+	m := newMeter()
 	oldPercent := debug.SetGCPercent(p.Percent)
-	oldLimit := debug.SetMemoryLimit(p.limit())
+	oldLimit := debug.SetMemoryLimit(p.limit(m))
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -86,7 +87,7 @@ func Apply(ctx context.Context, p Policy, getenv func(string) string) (restore f
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if want := p.limit(); want != debug.SetMemoryLimit(-1) {
+				if want := p.limit(m); want != debug.SetMemoryLimit(-1) {
 					debug.SetMemoryLimit(want)
 				}
 			}
@@ -112,24 +113,32 @@ func LimitFor(live, other, floor int64) int64 {
 }
 
 // limit is the memory limit for the runtime's memory now.
-func (p Policy) limit() int64 {
-	live, other := usage()
+func (p Policy) limit(m *meter) int64 {
+	live, other := m.usage()
 	return LimitFor(live, other, p.Limit)
+}
+
+// meter reads metricNames into samples it keeps, so that the watcher
+// allocates nothing per reading.
+type meter struct{ s []metrics.Sample }
+
+func newMeter() *meter {
+	m := &meter{s: make([]metrics.Sample, len(metricNames))}
+	for i, n := range metricNames {
+		m.s[i].Name = n
+	}
+	return m
 }
 
 // usage reads the live heap (0 before the first cycle) and the memory the
 // runtime holds besides the heap; a metric the runtime does not report
 // counts as 0.
-func usage() (live, other int64) {
-	s := make([]metrics.Sample, len(metricNames))
-	for i, n := range metricNames {
-		s[i].Name = n
-	}
-	metrics.Read(s)
-	v := make([]int64, len(s))
-	for i := range s {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			v[i] = int64(min(s[i].Value.Uint64(), math.MaxInt64))
+func (m *meter) usage() (live, other int64) {
+	metrics.Read(m.s)
+	var v [len(metricNames)]int64
+	for i := range m.s {
+		if m.s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(min(m.s[i].Value.Uint64(), math.MaxInt64))
 		}
 	}
 	return v[0], v[1] - v[2] - v[3] - v[4] - v[5]

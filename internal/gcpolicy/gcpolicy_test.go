@@ -115,9 +115,22 @@ func waitLimit(t *testing.T, when string, ok func(int64) bool) {
 			return
 		}
 		if time.Now().After(deadline) {
-			live, other := usage()
+			live, other := newMeter().usage()
 			t.Fatalf("%s: memory limit still %d (live heap %d, other %d)", when, l, live, other)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMeterReadsWithoutAllocating: the watcher's reading, every tick of a
+// server's life, allocates nothing, and sees a live heap once a cycle ran.
+func TestMeterReadsWithoutAllocating(t *testing.T) {
+	m := newMeter()
+	runtime.GC()
+	if live, _ := m.usage(); live <= 0 {
+		t.Fatalf("live heap %d after a collection, want > 0", live)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.usage() }); n != 0 {
+		t.Fatalf("a reading allocates %v times, want 0", n)
 	}
 }
