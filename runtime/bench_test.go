@@ -289,6 +289,7 @@ func BenchmarkCallLatency(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer roots.Close()
 		mod.refill()
 		rf.refill()
 		var floor, buddy, naive, readFile, native []time.Duration
