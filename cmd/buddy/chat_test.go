@@ -121,7 +121,7 @@ func newChatStack(t *testing.T, withAgent bool) *chatStack {
 		Token: chatTestToken,
 		Store: st,
 		NewGate: func(a approval.Asker) server.Gate {
-			return approval.New(live, approval.Options{Asker: a, Timeout: chatWait})
+			return approval.New(live, approval.Options{Asker: a, Settings: approval.Fixed(approval.Settings{Timeout: chatWait})})
 		},
 	}
 	if withAgent {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/config"
@@ -22,12 +23,16 @@ import (
 // env is what most commands need: the configuration, the runtime, and (when
 // asked) the store and the registry.
 type env struct {
+	// cfg is the configuration the command started with; now is the one
+	// in force (a reload replaces it: read it with config()).
 	cfg      *config.Config
+	now      atomic.Pointer[config.Config]
 	defaults bool // no buddy.toml was found: the embedded defaults apply
 	dataDir  string
 	rt       *runtime.Runtime
 	st       *store.Store
-	reg      *registry.Registry
+	// live is the registry of skills, replaced on a reload.
+	live *registry.Live
 	// md is the SKILL.md skills (nil when [instructions] is disabled or
 	// the registry was not asked for).
 	md *skillsMD
@@ -72,16 +77,13 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 			return nil, err
 		}
 	}
+	e.now.Store(e.cfg)
 	if withRegistry {
-		e.reg, err = registry.New(ctx, registry.Options{
-			Runtime: e.rt,
-			Config:  e.cfg,
-			Store:   e.st,
-			Deps:    hostfns.Deps{KV: e.st, Memories: e.st},
-		})
+		reg, err := e.newRegistry(ctx, e.cfg)
 		if err != nil {
 			return nil, err
 		}
+		e.live = registry.NewLive(reg)
 		e.md = openInstructions(ctx, e, a.stderr)
 		if err := noteConfig(ctx, e.st, e.cfg.Path); err != nil {
 			return nil, err
@@ -90,9 +92,22 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 	return e, nil
 }
 
+// newRegistry registers the skills cfg enables.
+func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*registry.Registry, error) {
+	return registry.New(ctx, registry.Options{
+		Runtime: e.rt,
+		Config:  cfg,
+		Store:   e.st,
+		Deps:    hostfns.Deps{KV: e.st, Memories: e.st},
+	})
+}
+
+// config is the configuration in force.
+func (e *env) config() *config.Config { return e.now.Load() }
+
 func (e *env) Close(ctx context.Context) {
-	if e.reg != nil {
-		e.reg.Close(ctx)
+	if e.live != nil {
+		e.live.Close(ctx)
 	}
 	if e.rt != nil {
 		e.rt.Close(ctx)

@@ -7,13 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/instructions"
 	"github.com/buddy-run/buddy/internal/osfile"
-	"github.com/buddy-run/buddy/internal/registry"
 )
 
 // skillsMD is the SKILL.md side of an env: the store, the catalog of its
@@ -38,19 +36,30 @@ func openInstructions(ctx context.Context, e *env, w io.Writer) *skillsMD {
 		fmt.Fprintf(w, "warning: deploying the default SKILL.md skills: %s\n", safe(err.Error()))
 	}
 	skills, problems := st.ListActive(ctx)
-	if w != nil {
+	warn := func(problems []error) {
+		if w == nil {
+			return
+		}
 		for _, p := range problems {
 			fmt.Fprintf(w, "warning: skipping a SKILL.md skill: %s\n", safe(p.Error()))
 		}
 	}
+	warn(problems)
 	ws := filepath.Join(e.dataDir, "workspace")
 	if sec, ok := e.cfg.Skills["read_file"]; ok && len(sec.AllowedDirectories) > 0 {
 		ws = sec.AllowedDirectories[0]
 	}
-	sess := instructions.NewSessions(instructions.Dirs{Work: ws, Data: e.dataDir})
+	var state catalog.StateStore
+	if e.st != nil {
+		state = e.st
+	}
+	sess := instructions.NewSessions(instructions.Dirs{Work: ws, Data: e.dataDir}, state)
 	return &skillsMD{
 		store: st, sessions: sess, problems: problems,
-		catalog: instructions.NewCatalog(skills, instructions.CatalogOptions{Sessions: sess}),
+		// A folder added, changed or removed while buddy runs is seen by
+		// the next call, as a WebAssembly install is.
+		catalog: instructions.NewCatalog(skills, instructions.CatalogOptions{Sessions: sess, Source: st,
+			OnReload: func(_ []*instructions.Skill, problems []error) { warn(problems) }}),
 	}
 }
 
@@ -63,23 +72,22 @@ func (m *skillsMD) union(wasm catalog.Catalog) catalog.Catalog {
 	return catalog.NewUnion(wasm, m.catalog)
 }
 
-// skillSource finds a registered WebAssembly skill's grants.
-type skillSource interface {
-	Get(name string) (*registry.Skill, error)
-}
-
 // guard is the gate's Guard: while a SKILL.md skill with permissions is
-// active in the call's conversation, what the call would touch must fit the
-// active declarations (internal/instructions.Sessions).
-func (m *skillsMD) guard(reg func() skillSource) func(ctx context.Context, req approval.Request) error {
+// active in the call's conversation (its scope), what the call would touch
+// must fit the active declarations (internal/instructions.Sessions).
+func (m *skillsMD) guard() func(ctx context.Context, req approval.Request) error {
 	if m == nil {
 		return nil
 	}
 	return func(ctx context.Context, req approval.Request) error {
-		if req.Conversation == "" || len(m.sessions.Active(req.Conversation)) == 0 {
+		if req.Scope == "" {
 			return nil
 		}
-		return m.sessions.Check(ctx, req.Conversation, req.Skill, callAccess(reg(), req.Skill, req.Targets))
+		active, err := m.sessions.Active(ctx, req.Scope)
+		if err != nil || len(active) == 0 {
+			return err
+		}
+		return m.sessions.Check(ctx, req.Scope, req.Skill, callAccess(req))
 	}
 }
 
@@ -88,13 +96,12 @@ func (m *skillsMD) guard(reg func() skillSource) func(ctx context.Context, req a
 // the host functions' own code); for a WebAssembly skill whose targets are
 // not known, everything its grant allows (its arguments mean nothing to
 // buddy); for a SKILL.md skill, nothing.
-func callAccess(reg skillSource, name string, targets []catalog.Target) []instructions.Access {
-	s, err := reg.Get(name)
-	if err != nil {
-		return nil // not a WebAssembly skill: a SKILL.md skill touches nothing
+func callAccess(req approval.Request) []instructions.Access {
+	if req.Type != "" {
+		return nil // a SKILL.md skill touches nothing
 	}
 	var out []instructions.Access
-	for _, t := range targets {
+	for _, t := range req.Targets {
 		switch t.Kind {
 		case catalog.TargetFile:
 			kind := instructions.Read
@@ -116,11 +123,11 @@ func callAccess(reg skillSource, name string, targets []catalog.Target) []instru
 	if len(out) > 0 {
 		return out
 	}
-	return grantAccess(s.Grants)
+	return grantAccess(req.Grant)
 }
 
 // grantAccess is everything a grant allows, as trees.
-func grantAccess(g hostfns.Grants) []instructions.Access {
+func grantAccess(g catalog.Grant) []instructions.Access {
 	var out []instructions.Access
 	for _, d := range g.Read {
 		out = append(out, instructions.Access{Kind: instructions.Read, Target: osfile.RealPath(d), Tree: true})
@@ -128,15 +135,15 @@ func grantAccess(g hostfns.Grants) []instructions.Access {
 	for _, d := range g.Write {
 		out = append(out, instructions.Access{Kind: instructions.Write, Target: osfile.RealPath(d), Tree: true})
 	}
-	for _, e := range g.Domains {
-		host := e.Host()
+	for _, h := range g.Hosts {
+		host := h.Host
 		switch {
-		case e.Any():
+		case h.Any:
 			host = "*"
-		case e.Wildcard():
+		case h.Wildcard:
 			host = "*." + host
 		}
-		out = append(out, instructions.Access{Kind: instructions.Network, Target: host, Port: int(e.Port()), Tree: true})
+		out = append(out, instructions.Access{Kind: instructions.Network, Target: host, Port: h.Port, Tree: true})
 	}
 	for _, v := range g.Env {
 		out = append(out, instructions.Access{Kind: instructions.Env, Target: v})

@@ -12,45 +12,32 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buddy-run/buddy/hostfns"
-	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/instructions"
 	"github.com/buddy-run/buddy/internal/osfile"
-	"github.com/buddy-run/buddy/internal/registry"
 )
-
-type fakeSource map[string]*registry.Skill
-
-func (f fakeSource) Get(name string) (*registry.Skill, error) {
-	if s, ok := f[name]; ok {
-		return s, nil
-	}
-	return nil, errs.New(errs.ErrNotFound, name)
-}
 
 // TestGuardAccess: the gate's guard checks the path or URL of the built-ins
 // and the whole grant of any other WebAssembly skill against the active
 // SKILL.md declarations (seed 001's cases, through buddy's gate wiring).
 func TestGuardAccess(t *testing.T) {
 	ws, other := t.TempDir(), t.TempDir()
-	dom, err := allow.Parse("*.example.org", allow.Operator)
-	if err != nil {
-		t.Fatal(err)
+	// The grants the prepared calls carry (catalog.Info.Grant); a SKILL.md
+	// skill has a type.
+	grants := map[string]catalog.Grant{
+		"read_file":  {Read: []string{ws}},
+		"write_file": {Write: []string{ws}},
+		"notes":      {Read: []string{other}},
+		"web":        {Hosts: []catalog.HostGrant{{Host: "example.org", Wildcard: true}}},
+		"memo":       {Memory: "memo"},
 	}
-	src := fakeSource{
-		"read_file":  {Name: "read_file", Builtin: true, Grants: hostfns.Grants{Read: []string{ws}}},
-		"write_file": {Name: "write_file", Builtin: true, Grants: hostfns.Grants{Write: []string{ws}}},
-		"fetch_url":  {Name: "fetch_url", Builtin: true},
-		"notes":      {Name: "notes", Grants: hostfns.Grants{Read: []string{other}}},
-		"web":        {Name: "web", Grants: hostfns.Grants{Domains: []allow.Entry{dom}}},
-		"memo":       {Name: "memo", Grants: hostfns.Grants{Namespace: "memo"}},
-	}
-	sess := instructions.NewSessions(instructions.Dirs{Work: ws})
+	types := map[string]string{"doc-guide": catalog.TypeInstruction}
+	sess := instructions.NewSessions(instructions.Dirs{Work: ws}, nil)
 	md := &skillsMD{sessions: sess}
-	guard := md.guard(func() skillSource { return src })
+	guard := md.guard()
+	ctx := t.Context()
 	skill := func(perms string) *instructions.Skill {
 		s, err := instructions.Parse("/skills/s/SKILL.md", []byte("---\nname: s\n"+perms+"---\nx\n"))
 		if err != nil {
@@ -59,8 +46,8 @@ func TestGuardAccess(t *testing.T) {
 		s.Dir = "/skills/s"
 		return s
 	}
-	sess.Activate("md", skill("permissions:\n  fs:\n    read: [\"**/*.md\"]\n    write: [\"**/*.log\"]\n  network:\n    allow: [\"api.example.com:443\", \"*.example.org\"]\n"))
-	sess.Activate("free", skill(""))
+	_ = sess.Activate(ctx, "md", skill("permissions:\n  fs:\n    read: [\"**/*.md\"]\n    write: [\"**/*.log\"]\n  network:\n    allow: [\"api.example.com:443\", \"*.example.org\"]\n"))
+	_ = sess.Activate(ctx, "free", skill(""))
 	tests := []struct {
 		conv, skill, args string
 		ok                bool
@@ -82,14 +69,14 @@ func TestGuardAccess(t *testing.T) {
 		{"", "read_file", `{"path":"secret.txt"}`, true},                  // one-shot CLI call
 	}
 	for _, tt := range tests {
-		req := approval.Request{Conversation: tt.conv, Skill: tt.skill, Arguments: json.RawMessage(tt.args),
-			Targets: targetsFor(t, tt.skill, tt.args, ws)}
+		req := approval.Request{Conversation: tt.conv, Scope: tt.conv, Skill: tt.skill, Type: types[tt.skill],
+			Arguments: json.RawMessage(tt.args), Grant: grants[tt.skill], Targets: targetsFor(t, tt.skill, tt.args, ws)}
 		err := guard(context.Background(), req)
 		if tt.ok && err != nil || !tt.ok && !errors.Is(err, errs.ErrForbidden) {
 			t.Errorf("%s %s %s: %v (want ok=%v)", tt.conv, tt.skill, tt.args, err, tt.ok)
 		}
 	}
-	if (*skillsMD)(nil).guard(nil) != nil || (*skillsMD)(nil).union(&catalog.Union{}) == nil {
+	if (*skillsMD)(nil).guard() != nil || (*skillsMD)(nil).union(&catalog.Union{}) == nil {
 		t.Error("disabled SKILL.md skills still guard")
 	}
 }
@@ -156,8 +143,10 @@ func TestGuardThroughTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Dir = "/skills/s"
-	e.md.sessions.Activate("c", s)
-	gate := a.gate(e, true)
+	if err := e.md.sessions.Activate(ctx, "c", s); err != nil {
+		t.Fatal(err)
+	}
+	gate := e.newGate(a.terminalAsker(true), nil)
 	for _, tt := range []struct {
 		path string
 		ok   bool

@@ -100,6 +100,7 @@ Usage:
   buddy audit list [--conversation ID] [--limit N] [--json]
   buddy audit verify                  check the audit log's hash chain (exit 14: tampered)
   buddy mcp                           the skills over MCP on stdin/stdout, for MCP clients
+  buddy mcp forget                    clear what MCP clients have read (their taint) and their SKILL.md bindings
   buddy chat [--url URL] [--conversation ID]
                                       chat with a running buddy serve (Ctrl-C cancels, Ctrl-D exits)
   buddy version

@@ -12,17 +12,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/mcpserver"
-	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/server"
-	"github.com/buddy-run/buddy/internal/store"
 )
 
 // mcpCommand is `buddy mcp`: buddy's skills served over the Model Context
 // Protocol on stdin/stdout, for an MCP client that spawns it. The log goes
 // to stderr; stdout carries only the protocol.
 func (a *app) mcpCommand(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "forget" {
+		return a.mcpForget(ctx, args[1:])
+	}
 	_, configPath, err := parseCommand("mcp", args, 0, "", nil)
 	if err != nil {
 		return err
@@ -34,9 +36,6 @@ func (a *app) mcpCommand(ctx context.Context, args []string) error {
 	}
 	defer e.Close(context.WithoutCancel(ctx))
 	log := newLogger(a.stderr)
-	live := registry.NewLive(e.reg)
-	e.reg = nil // the live catalog owns it now
-	defer live.Close(context.WithoutCancel(ctx))
 
 	var fallback approval.Asker
 	switch e.cfg.MCP.Approval {
@@ -45,7 +44,7 @@ func (a *app) mcpCommand(ctx context.Context, args []string) error {
 	case config.MCPApprovalWeb:
 		log.Info(`[mcp] approval = "web" needs buddy serve's /mcp: over stdio, calls the client cannot approve by elicitation are denied`)
 	}
-	srv, err := newMCPServer(ctx, live, e.md, e.cfg, e.st, log, fallback, nil)
+	srv, err := newMCPServer(ctx, e, log, fallback, nil)
 	if err != nil {
 		return err
 	}
@@ -59,22 +58,17 @@ func (a *app) mcpCommand(ctx context.Context, args []string) error {
 	return fmt.Errorf("serving MCP: %w", err)
 }
 
-// newMCPServer builds the MCP server over the same gate as every front end:
-// approval.Gate on the live catalog, with the audit log.
-func newMCPServer(ctx context.Context, live *registry.Live, md *skillsMD, cfg *config.Config, st *store.Store, log *slog.Logger,
+// newMCPServer builds the MCP server over the same gate as every front end
+// (newGate).
+func newMCPServer(ctx context.Context, e *env, log *slog.Logger,
 	fallback approval.Asker, newConversation func(context.Context, string) (string, error)) (*mcpserver.Server, error) {
-	timeout := cfg.Approval.Timeout
 	return mcpserver.New(ctx, mcpserver.Options{
 		NewGate: func(asker approval.Asker) mcpserver.Gate {
-			// The same catalog (WebAssembly and SKILL.md skills) and the same
-			// guard of declared permissions as buddy serve and skill run.
-			return approval.New(md.union(live), approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(st, log),
-				AllowAfterPrivateRead: allowAfterPrivateRead(cfg),
-				Guard:                 md.guard(func() skillSource { return live.Current() })})
+			return e.newGate(asker, log)
 		},
 		Fallback:        fallback,
 		NewConversation: newConversation,
-		MaxBodyBytes:    cfg.Server.MaxMessageBytes,
+		MaxBodyBytes:    e.cfg.Server.MaxMessageBytes,
 		Version:         version,
 		Logger:          log,
 	})
@@ -110,15 +104,50 @@ func ttyAsker() approval.Asker {
 // newServeMCP is the MCP server of buddy serve's /mcp: [mcp] approval =
 // "web" asks on the buddy page (each MCP session gets a stored conversation
 // the page can watch), "terminal" on buddy serve's terminal.
-func newServeMCP(ctx context.Context, live *registry.Live, md *skillsMD, cfg *config.Config, st *store.Store, log *slog.Logger, host server.MCPHost) (*mcpserver.Server, error) {
+func newServeMCP(ctx context.Context, e *env, log *slog.Logger, host server.MCPHost) (*mcpserver.Server, error) {
 	var fallback approval.Asker
 	var newConv func(context.Context, string) (string, error)
-	switch cfg.MCP.Approval {
+	switch e.cfg.MCP.Approval {
 	case config.MCPApprovalTerminal:
 		fallback = ttyAsker()
 	case config.MCPApprovalWeb:
 		fallback = approval.AskerFunc(host.Ask)
 		newConv = host.NewConversation
 	}
-	return newMCPServer(ctx, live, md, cfg, st, log, fallback, newConv)
+	return newMCPServer(ctx, e, log, fallback, newConv)
+}
+
+// mcpForget is `buddy mcp forget`: MCP clients' models keep what they read
+// across sessions, so buddy keeps the private reads (taint) and SKILL.md
+// bindings of every MCP session under one scope that outlives sessions and
+// restarts (mcpserver.Scope); this clears it, once the operator knows no MCP
+// client still holds that data (a new chat in the client, say).
+func (a *app) mcpForget(ctx context.Context, args []string) error {
+	_, configPath, err := parseCommand("mcp forget", args, 0, "", nil)
+	if err != nil {
+		return err
+	}
+	e, err := a.openEnv(ctx, configPath, true, false)
+	if err != nil {
+		return err
+	}
+	defer e.Close(ctx)
+	items, err := e.st.ConversationState(ctx, mcpserver.Scope)
+	if err != nil {
+		return err
+	}
+	if err := e.st.DeleteConversationState(ctx, mcpserver.Scope); err != nil {
+		return err
+	}
+	reads, bindings := 0, 0
+	for _, it := range items {
+		switch it.Kind {
+		case catalog.StateTaint:
+			reads++
+		case catalog.StateBinding:
+			bindings++
+		}
+	}
+	fmt.Fprintf(a.stdout, "forgot what MCP clients read (%d private reads) and %d SKILL.md bindings: their next network call follows its policy again\n", reads, bindings)
+	return nil
 }

@@ -10,17 +10,16 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/gcpolicy"
 	"github.com/buddy-run/buddy/internal/mcpserver"
 	"github.com/buddy-run/buddy/internal/osmem"
-	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/server"
 )
 
@@ -68,19 +67,14 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	live := registry.NewLive(e.reg)
-	e.reg = nil // the live catalog owns it now
-	defer live.Close(context.WithoutCancel(ctx))
-	timeout := cfg.Approval.Timeout
+	live := e.live
 	var mcpSrv *mcpserver.Server
 	var mcpErr error
 	srv, err := server.New(server.Options{
 		Token: tok,
 		Store: e.st,
 		NewGate: func(asker approval.Asker) server.Gate {
-			return approval.New(e.md.union(live), approval.Options{Asker: asker, Timeout: timeout, Record: auditRecorder(e.st, log),
-				AllowAfterPrivateRead: allowAfterPrivateRead(cfg),
-				Guard:                 e.md.guard(func() skillSource { return live.Current() })})
+			return e.newGate(asker, log)
 		},
 		NewAgent: func(gate server.Gate) server.Agent {
 			if provider == nil {
@@ -94,7 +88,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 			})
 		},
 		NewMCP: func(host server.MCPHost) http.Handler {
-			mcpSrv, mcpErr = newServeMCP(ctx, live, e.md, cfg, e.st, log, host)
+			mcpSrv, mcpErr = newServeMCP(ctx, e, log, host)
 			if mcpErr != nil {
 				return nil
 			}
@@ -167,7 +161,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 			}
 			return nil
 		case <-hup:
-			a.reload(ctx, e, live, configPath, log)
+			a.reload(ctx, e, configPath, log)
 		case <-ctx.Done():
 			log.Info("shutting down")
 			stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
@@ -193,25 +187,36 @@ func (a *app) serve(ctx context.Context, args []string) error {
 // mebibytes rounds bytes to tenths of MiB for the log.
 func mebibytes(b int64) float64 { return float64(b*10/(1<<20)) / 10 }
 
-// reload re-reads buddy.toml on SIGHUP: new grants and policies apply to new
-// calls; a file that does not load is reported and the old configuration
-// kept.
-func (a *app) reload(ctx context.Context, e *env, live *registry.Live, configPath string, log *slog.Logger) {
+// reload re-reads buddy.toml on SIGHUP: new grants, limits and [approval]
+// settings apply to the next call, and the SKILL.md folder is read again; a
+// key that only a restart applies (the listen address, the provider, …) is
+// named in the log line; a file that does not load is reported and the old
+// configuration kept.
+func (a *app) reload(ctx context.Context, e *env, configPath string, log *slog.Logger) {
 	cfg, err := a.loadConfig(configPath)
 	if err != nil {
 		log.Error("reload failed: keeping the old configuration", "err", err)
 		return
 	}
-	reg, err := registry.New(ctx, registry.Options{
-		Runtime: e.rt, Config: cfg, Store: e.st, Deps: hostfns.Deps{KV: e.st, Memories: e.st},
-	})
+	reg, err := e.newRegistry(ctx, cfg)
 	if err != nil {
 		log.Error("reload failed: keeping the old configuration", "err", err)
 		return
 	}
-	live.Swap(ctx, reg)
-	e.cfg = cfg
-	log.Info("configuration reloaded", "config", cfg.Path, "skills", len(reg.Skills()))
+	restart := restartKeys(e.config(), cfg)
+	e.live.Swap(ctx, reg)
+	e.now.Store(cfg)
+	if e.md != nil {
+		e.md.catalog.Reload(ctx)
+	}
+	attrs := []any{"config", cfg.Path, "skills", len(reg.Skills()),
+		"applied", "skills, limits, approval, SKILL.md folder"}
+	if len(restart) > 0 {
+		attrs = append(attrs, "restart_needed_for", strings.Join(restart, ", "))
+		log.Warn("configuration reloaded; some changes need a restart of buddy serve", attrs...)
+		return
+	}
+	log.Info("configuration reloaded", attrs...)
 }
 
 // checkListen refuses a non-loopback address unless allowed; it reports

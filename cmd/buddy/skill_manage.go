@@ -115,7 +115,7 @@ func (a *app) skillList(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.Close(ctx)
-	skills := e.reg.Skills()
+	skills := e.live.Current().Skills()
 	md := e.mdSkills(ctx)
 	if asJSON {
 		out := make([]any, 0, len(skills)+len(md))
@@ -173,7 +173,7 @@ func (a *app) skillInfo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.Close(ctx)
-	s, err := e.reg.Get(pos[0])
+	s, err := e.live.Current().Get(pos[0])
 	if err != nil {
 		if e.md != nil {
 			if m, ok := e.md.catalog.Skill(pos[0]); ok {

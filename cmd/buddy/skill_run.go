@@ -63,21 +63,11 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.Close(ctx)
-	res, err := a.gate(e, *yes).Invoke(ctx, catalog.Call{Skill: target, Arguments: in})
+	res, err := e.newGate(a.terminalAsker(*yes), nil).Invoke(ctx, catalog.Call{Skill: target, Arguments: in})
 	if err != nil {
 		return err
 	}
 	return a.printResult(res, *stats)
-}
-
-// gate is the one gated call path of the CLI: the approval gate in front of
-// the registry, asking on the terminal. Every CLI call is its own
-// conversation, so "once" asks every time.
-func (a *app) gate(e *env, yes bool) *approval.Gate {
-	return approval.New(e.md.union(e.reg), approval.Options{
-		Asker: a.terminalAsker(yes), Timeout: e.cfg.Approval.Timeout, Record: auditRecorder(e.st, nil),
-		Guard: e.md.guard(func() skillSource { return e.reg }),
-	})
 }
 
 // runFile runs a module file: its manifest is --manifest, or a skill.toml
@@ -122,15 +112,17 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 		return err
 	}
 	defer e.Close(ctx)
-	if err := e.reg.AddModule(ctx, m, wasm); err != nil {
+	if err := e.live.Current().AddModule(ctx, m, wasm); err != nil {
 		return err
 	}
 	// Load before asking: an import the grant does not cover is reported
 	// without a question.
-	if err := e.reg.Load(ctx, m.Name); err != nil {
+	if err := e.live.Current().Load(ctx, m.Name); err != nil {
 		return err
 	}
-	res, err := a.gate(e, yes).Invoke(ctx, catalog.Call{Skill: m.Name, Arguments: in, Raw: raw})
+	// The CLI asks on the terminal; every call is its own conversation, so
+	// "once" asks every time.
+	res, err := e.newGate(a.terminalAsker(yes), nil).Invoke(ctx, catalog.Call{Skill: m.Name, Arguments: in, Raw: raw})
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ type Options struct {
 	Provider Provider
 	// Skills is the gated catalog (the approval gate): the tools offered are
 	// its ready skills, and every call goes through its Invoke.
-	Skills  catalog.Catalog
+	Skills  catalog.Skills
 	History History
 	// SystemPrompt replaces DefaultSystemPrompt when not "".
 	SystemPrompt string

@@ -104,6 +104,10 @@ func (c *fakeCatalog) Check(ctx context.Context, call catalog.Call) (catalog.Inf
 	return i, nil
 }
 
+func (c *fakeCatalog) Prepare(ctx context.Context, call catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, c, call)
+}
+
 func (c *fakeCatalog) Invoke(ctx context.Context, call catalog.Call) (*catalog.Result, error) {
 	i, err := c.Check(ctx, call)
 	if err != nil {
@@ -237,7 +241,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if asker == nil {
 		asker = func(context.Context, approval.Request) (bool, error) { return true, nil }
 	}
-	e.gate = approval.New(e.cat, approval.Options{Timeout: o.timeout, Asker: approval.AskerFunc(func(ctx context.Context, req approval.Request) (bool, error) {
+	e.gate = approval.New(e.cat, approval.Options{Settings: approval.Fixed(approval.Settings{Timeout: o.timeout}), Asker: approval.AskerFunc(func(ctx context.Context, req approval.Request) (bool, error) {
 		e.asked.Add(1)
 		return asker(ctx, req)
 	})})

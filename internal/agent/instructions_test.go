@@ -62,6 +62,9 @@ func (c *readCatalog) Lookup(_ context.Context, n string) (catalog.Info, error) 
 func (c *readCatalog) Check(ctx context.Context, call catalog.Call) (catalog.Info, error) {
 	return c.Lookup(ctx, call.Skill)
 }
+func (c *readCatalog) Prepare(ctx context.Context, call catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, c, call)
+}
 func (c *readCatalog) Invoke(context.Context, catalog.Call) (*catalog.Result, error) {
 	c.runs++
 	return &catalog.Result{Skill: "read_file", Output: []byte(`{"content":"x"}`)}, nil
@@ -79,7 +82,7 @@ func TestInstructionSkills(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain := instructions.BuildInstructionSkill("plain-guide", "", "Be brief.", "")
-	sess := instructions.NewSessions(instructions.Dirs{Work: work})
+	sess := instructions.NewSessions(instructions.Dirs{Work: work}, nil)
 	wasm := &readCatalog{}
 	all := catalog.NewUnion(wasm, instructions.NewCatalog([]*instructions.Skill{md, plain}, instructions.CatalogOptions{Sessions: sess}))
 	gate := approval.New(all, approval.Options{Guard: func(ctx context.Context, req approval.Request) error {

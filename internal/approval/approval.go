@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buddy-run/buddy/internal/catalog"
@@ -31,31 +32,47 @@ import (
 // The gate is the Invoker front ends hold.
 var (
 	_ catalog.Invoker = (*Gate)(nil)
-	_ catalog.Catalog = (*Gate)(nil)
+	_ catalog.Skills  = (*Gate)(nil)
 )
 
-// Request is what the user is asked to approve.
+// Request is what the user is asked to approve: one prepared call
+// (catalog.Prepared), shown with the facts of that handle.
 type Request struct {
 	Conversation string // "" for one-shot use (the CLI)
-	CallID       string // the front end's id of the call, if any
-	Skill        string // skill name
-	Permission   catalog.Permission
-	Policy       catalog.Policy
+	// Scope is what the conversation's taint and SKILL.md bindings are kept
+	// under (catalog.Call.StateScope).
+	Scope  string
+	CallID string // the front end's id of the call, if any
+	Skill  string // skill name
+	// Type is "" for a WebAssembly skill, else the SKILL.md skill's type.
+	Type       string
+	Permission catalog.Permission
+	Policy     catalog.Policy
+	// Version and ModuleSHA256 are the skill's version and the sha256 of
+	// the module that runs if the user approves ("" for a SKILL.md skill,
+	// whose ModuleSHA256 is that of its text).
+	Version      string
+	ModuleSHA256 string
 	Arguments    json.RawMessage // exactly what will be passed to the skill
 	// ArgumentsHash is catalog.ArgumentsHash(Arguments), computed once by
 	// the gate (an approval is bound to it).
 	ArgumentsHash string
 	// Touches says in plain words what the skill may touch (from its grant).
 	Touches []string
+	// Grant is the skill's effective grant, structured.
+	Grant catalog.Grant
 	// Targets are what this call would touch, resolved now by the host
-	// functions' own resolvers (catalog.Resolver): shown first, approved as is.
+	// functions' own resolvers: shown first, approved as is.
 	Targets []catalog.Target
 	// Reason, when not "", says why the user is asked although the policy
-	// would not ask (a network call after a private read, targets changed).
+	// would not ask (a network call after a private read, targets changed,
+	// the skill changed while the question was open).
 	Reason string
 	// Expires is when an unanswered question counts as a denial (zero: no
 	// limit of the gate's own).
 	Expires time.Time
+
+	fingerprint string // of the prepared skill: what a "once" approval covers
 }
 
 // Asker asks the user. It returns true to approve; an error (a timeout, no one
@@ -76,36 +93,52 @@ type Outcome struct {
 	// ArgumentsHash is catalog.ArgumentsHash(Call.Arguments), computed once
 	// per call (for the question and the audit rows alike).
 	ArgumentsHash string
-	Info          catalog.Info // zero when the skill was not found
+	Info          catalog.Info // the skill as prepared; zero when it was not found
 	Asked         bool         // the user was asked
 	Result        *catalog.Result
 	Targets       []catalog.Target // resolved before the call (the last resolution shown)
 	Reason        string           // why the user was asked beyond the policy, if so
 	Err           error            // nil on success; errs.ErrDenied when refused
-	Started       time.Time
-	Duration      time.Duration
+	// StateErr, when not nil, is why what the call taught the gate (a
+	// private read, a "once" approval) could not be stored: it holds in
+	// memory until the process ends.
+	StateErr error
+	Started  time.Time
+	Duration time.Duration
+}
+
+// Settings are the gate's [approval] settings, read at every call so that a
+// reload (SIGHUP) applies to the next one.
+type Settings struct {
+	// Timeout bounds the wait for an answer: no answer in time is a denial.
+	// 0 means no limit of the gate's own.
+	Timeout time.Duration
+	// AllowAfterPrivateRead lets a network skill run under its policy in a
+	// conversation that has read private data. By default (false) such a
+	// call is asked, whatever the policy ([approval] after_private_read).
+	AllowAfterPrivateRead bool
 }
 
 // Options configure a Gate.
 type Options struct {
 	// Asker asks the user; nil denies every call that needs approval.
 	Asker Asker
-	// Timeout bounds the wait for an answer: no answer in time is a denial.
-	// 0 means no limit of the gate's own.
-	Timeout time.Duration
+	// Settings returns the current [approval] settings; nil = the zero
+	// Settings (no timeout, the taint rule on).
+	Settings func() Settings
 	// Record, if set, is told the outcome of every Invoke (the audit log).
 	// It runs on the caller's goroutine before Invoke returns.
 	Record func(ctx context.Context, o Outcome)
-	// Guard, if set, may refuse a call that passed Check, once its targets
+	// Guard, if set, may refuse a call that was prepared, once its targets
 	// are resolved (req.Targets) and before anyone is asked (a SKILL.md
 	// skill's declared permissions binding the conversation:
 	// internal/instructions.Sessions). A refusal should wrap
 	// errs.ErrForbidden and name why; it is recorded like any other.
 	Guard func(ctx context.Context, req Request) error
-	// AllowAfterPrivateRead lets a network skill run under its policy in a
-	// conversation that has read private data. By default (false) such a
-	// call is asked, whatever the policy ([approval] after_private_read).
-	AllowAfterPrivateRead bool
+	// State, if set, keeps what the gate learns of a conversation (its
+	// private reads, its "once" approvals) across restarts: restored on the
+	// conversation's first use, stored before the call returns.
+	State catalog.StateStore
 }
 
 // Gate decides whether a call may run, and runs it.
@@ -114,81 +147,140 @@ type Gate struct {
 	opts Options
 
 	mu    sync.Mutex
-	once  map[string]map[string]bool // conversation → skill → approved under "once"
-	asked map[onceKey]chan struct{}  // a "once" question in flight, closed when answered
-	read  map[string][]string        // conversation → private data it has read
+	memos map[string]*memo          // conversation or scope → what the gate knows of it
+	asked map[onceKey]chan struct{} // a "once" question in flight, closed when answered
 }
 
 // onceKey is a (conversation, skill) pair.
 type onceKey struct{ conversation, skill string }
 
-// New returns a gate in front of cat.
+// New returns a gate in front of cat. cmd/buddy builds the one gate of a
+// process in one place (wire.go); a test there keeps it so.
 func New(cat catalog.Catalog, opts Options) *Gate {
-	return &Gate{cat: cat, opts: opts, once: map[string]map[string]bool{}, asked: map[onceKey]chan struct{}{}, read: map[string][]string{}}
+	return &Gate{cat: cat, opts: opts, memos: map[string]*memo{}, asked: map[onceKey]chan struct{}{}}
 }
 
 // NewGate returns a gate with no catalog that asks through a: only Approve
 // may be used on it.
 func NewGate(a Asker) *Gate { return New(nil, Options{Asker: a}) }
 
-// List implements catalog.Catalog.
+// settings returns the current settings.
+func (g *Gate) settings() Settings {
+	if g.opts.Settings == nil {
+		return Settings{}
+	}
+	return g.opts.Settings()
+}
+
+// List implements catalog.Lister.
 func (g *Gate) List(ctx context.Context) ([]catalog.Info, error) { return g.cat.List(ctx) }
 
-// Lookup implements catalog.Catalog.
+// Lookup implements catalog.Lister.
 func (g *Gate) Lookup(ctx context.Context, name string) (catalog.Info, error) {
 	return g.cat.Lookup(ctx, name)
 }
 
-// Check implements catalog.Catalog: whether c could run, without asking.
-func (g *Gate) Check(ctx context.Context, c catalog.Call) (catalog.Info, error) {
-	return g.cat.Check(ctx, c)
+// Invoke prepares c (one lookup, one validation), asks the user about that
+// prepared call when its policy says so, and runs exactly it (Prepare, then
+// Gated.Run). If the skill changes while the question is open (an upgrade,
+// a removal, new grants or policy after a reload), the answer does not
+// apply: the call is prepared and decided afresh, asked again with the
+// reason. A refusal is an error wrapping errs.ErrDenied whose text is fit to
+// hand the LLM ("User denied execution of write_file"). Every outcome,
+// a call that could not be prepared included, is recorded.
+func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, error) {
+	x, err := g.Prepare(ctx, c)
+	if err != nil {
+		if g.opts.Record != nil {
+			o := Outcome{Call: c, Started: time.Now(), ArgumentsHash: c.ArgumentsHash, Err: err}
+			if o.ArgumentsHash == "" {
+				o.ArgumentsHash = catalog.ArgumentsHash(c.Arguments)
+			}
+			if info, lerr := g.cat.Lookup(ctx, c.Skill); lerr == nil {
+				o.Info = info // the audit row names the skill that refused
+			}
+			g.opts.Record(context.WithoutCancel(ctx), o)
+		}
+		return nil, err
+	}
+	return x.Run(ctx)
 }
 
-// Invoke checks c, asks the user when the skill's policy says so, and runs it.
-// A refusal is an error wrapping errs.ErrDenied whose text is fit to hand the
-// LLM ("User denied execution of write_file").
-func (g *Gate) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, error) {
+// Gated is a call the gate has prepared: the skill looked up and its
+// arguments validated once. Run asks the user when the policy says so and
+// runs it; a front end that must know whether a call can be attempted
+// before it announces it (the WebSocket server) prepares first.
+type Gated struct {
+	g    *Gate
+	c    catalog.Call
+	p    catalog.Prepared
+	o    Outcome
+	used atomic.Bool
+}
+
+// Prepare prepares c through the gate's catalog without asking or running
+// anything; nothing is recorded when it fails (Invoke records). The caller
+// must Run or Release the result.
+func (g *Gate) Prepare(ctx context.Context, c catalog.Call) (*Gated, error) {
 	if c.ArgumentsHash == "" {
 		c.ArgumentsHash = catalog.ArgumentsHash(c.Arguments)
 	}
-	o := Outcome{Call: c, Started: time.Now(), ArgumentsHash: c.ArgumentsHash}
+	started := time.Now()
+	p, err := g.cat.Prepare(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Gated{g: g, c: c, p: p, o: Outcome{Call: c, Started: started, ArgumentsHash: c.ArgumentsHash, Info: p.Info()}}, nil
+}
+
+// Info is the skill as prepared.
+func (x *Gated) Info() catalog.Info { return x.o.Info }
+
+// Release frees a prepared call that will not run (idempotent; Run
+// releases it too).
+func (x *Gated) Release() {
+	if !x.used.Swap(true) {
+		x.p.Release()
+	}
+}
+
+// Run asks about the prepared call when its policy says so and runs it
+// (Invoke). It runs at most once.
+func (x *Gated) Run(ctx context.Context) (*catalog.Result, error) {
+	if x.used.Swap(true) {
+		return nil, catalog.ErrAlreadyRun
+	}
+	g, c, o := x.g, x.c, &x.o
 	defer func() {
 		if g.opts.Record != nil {
 			o.Duration = time.Since(o.Started)
-			g.opts.Record(context.WithoutCancel(ctx), o)
+			g.opts.Record(context.WithoutCancel(ctx), *o)
 		}
 	}()
-	info, err := g.cat.Check(ctx, c)
-	o.Info = info
+	p, err := g.decide(ctx, c, x.p, o)
 	if err != nil {
+		if p != nil {
+			p.Release()
+		}
 		o.Err = err
 		return nil, err
 	}
-	req := Request{
-		Conversation: c.Conversation, CallID: c.ID, Skill: info.Name, Permission: info.Permission,
-		Policy: info.Policy, Arguments: c.Arguments, ArgumentsHash: o.ArgumentsHash, Touches: info.Touches,
-	}
-	if c.Conversation == "" && req.Policy == catalog.Once {
-		// A one-shot call is its own conversation: "once" asks every time.
-		req.Policy = catalog.Always
-	}
-	if err := g.approveTargets(ctx, c, info, &req, &o); err != nil {
-		o.Err = err
-		return nil, err
-	}
-	res, err := g.cat.Invoke(ctx, c)
+	res, err := p.Run(ctx)
 	o.Result, o.Err = res, err
-	g.noteRead(c, info, req.Targets, res, err)
+	o.StateErr = g.noteRead(ctx, c, o.Info, o.Targets, res, err)
 	return res, err
 }
 
-// EndConversation forgets a conversation's "once" approvals: a conversation
-// that is deleted, or a server that ends it, asks again if it comes back.
+// EndConversation forgets a conversation: its "once" approvals, its private
+// reads and what is stored of them. A conversation that is deleted, or an
+// MCP session that ends, asks again if it comes back.
 func (g *Gate) EndConversation(id string) {
 	g.mu.Lock()
-	delete(g.once, id)
-	delete(g.read, id)
+	delete(g.memos, id)
 	g.mu.Unlock()
+	if g.opts.State != nil && id != "" {
+		_ = g.opts.State.DeleteConversationState(context.Background(), id)
+	}
 }
 
 // Approve returns nil if the call may run, or an error wrapping errs.ErrDenied
@@ -197,7 +289,9 @@ func (g *Gate) EndConversation(id string) {
 //
 // Under "once", calls of the same skill in the same conversation that arrive
 // while the first question is open wait for its answer instead of asking
-// again; if it is a denial, the next of them asks.
+// again; if it is a denial, the next of them asks. A "once" approval covers
+// the skill as it was prepared (its module, grants and policy): a changed
+// skill is asked about again.
 func (g *Gate) Approve(ctx context.Context, req Request) error {
 	switch req.Policy {
 	case catalog.Trust:
@@ -208,10 +302,14 @@ func (g *Gate) Approve(ctx context.Context, req Request) error {
 	default:
 		return errs.New(errs.ErrInternal, fmt.Sprintf("unknown approval policy %q for %s", req.Policy, req.Skill))
 	}
+	m, err := g.memo(ctx, req.Conversation)
+	if err != nil {
+		return err
+	}
 	key := onceKey{req.Conversation, req.Skill}
 	for {
 		g.mu.Lock()
-		if g.once[req.Conversation][req.Skill] {
+		if fp, ok := m.once[req.Skill]; ok && fp == req.fingerprint {
 			g.mu.Unlock()
 			return nil
 		}
@@ -232,14 +330,19 @@ func (g *Gate) Approve(ctx context.Context, req Request) error {
 
 		g.mu.Lock()
 		if err == nil {
-			if g.once[req.Conversation] == nil {
-				g.once[req.Conversation] = map[string]bool{}
-			}
-			g.once[req.Conversation][req.Skill] = true
+			m.once[req.Skill] = req.fingerprint
 		}
 		delete(g.asked, key)
 		close(answered)
 		g.mu.Unlock()
+		if err == nil && g.opts.State != nil && req.Conversation != "" {
+			// Kept for the conversation's life, across restarts
+			// (docs/RATIONALE.md, "Approval state").
+			if serr := g.opts.State.SaveConversationState(context.WithoutCancel(ctx), req.Conversation,
+				catalog.StateItem{Kind: catalog.StateOnce, Key: req.Skill, Value: req.fingerprint}); serr != nil {
+				return nil // approved; remembered in memory until the process ends
+			}
+		}
 		return err
 	}
 }
@@ -250,9 +353,9 @@ func (g *Gate) ask(ctx context.Context, req Request) error {
 		// No one to ask is a denial, never a panic.
 		return denied(req, errors.New("no one to ask for approval"))
 	}
-	if g.opts.Timeout > 0 {
+	if t := g.settings().Timeout; t > 0 {
 		var cancel context.CancelFunc
-		req.Expires = time.Now().Add(g.opts.Timeout)
+		req.Expires = time.Now().Add(t)
 		ctx, cancel = context.WithDeadline(ctx, req.Expires)
 		defer cancel()
 	}
@@ -286,3 +389,6 @@ func (g *Gate) gaveUp(ctx context.Context, req Request, cause error) error {
 func denied(req Request, cause error) error {
 	return errs.Wrap(errs.ErrDenied, fmt.Sprintf("User denied execution of %s", req.Skill), cause)
 }
+
+// Fixed returns Options.Settings that never change (tests, one-shot use).
+func Fixed(s Settings) func() Settings { return func() Settings { return s } }

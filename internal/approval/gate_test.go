@@ -68,6 +68,10 @@ func (f *fakeCatalog) Invoke(_ context.Context, c catalog.Call) (*catalog.Result
 	return &catalog.Result{Skill: c.Skill, Output: []byte(`{"ok":true}`)}, nil
 }
 
+func (f *fakeCatalog) Prepare(ctx context.Context, c catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, f, c)
+}
+
 func (f *fakeCatalog) calls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -202,7 +206,7 @@ func TestGateTimeoutIsADenial(t *testing.T) {
 	cat := newFakeCatalog()
 	var expires time.Time
 	g := approval.New(cat, approval.Options{
-		Timeout: 50 * time.Millisecond,
+		Settings: func() approval.Settings { return approval.Settings{Timeout: 50 * time.Millisecond} },
 		Asker: approval.AskerFunc(func(ctx context.Context, r approval.Request) (bool, error) {
 			expires = r.Expires
 			<-ctx.Done() // nobody answers

@@ -22,6 +22,9 @@ func (c *guardCatalog) Lookup(context.Context, string) (catalog.Info, error) { r
 func (c *guardCatalog) Check(context.Context, catalog.Call) (catalog.Info, error) {
 	return c.info(), nil
 }
+func (c *guardCatalog) Prepare(ctx context.Context, call catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, c, call)
+}
 func (c *guardCatalog) Invoke(context.Context, catalog.Call) (*catalog.Result, error) {
 	c.runs++
 	return &catalog.Result{Skill: "write_file"}, nil

@@ -38,6 +38,10 @@ func (r *resolvingCatalog) Invoke(ctx context.Context, c catalog.Call) (*catalog
 	return res, err
 }
 
+func (r *resolvingCatalog) Prepare(ctx context.Context, c catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, r, c)
+}
+
 func newResolving(resolve func(int, catalog.Call) []catalog.Target) *resolvingCatalog {
 	f := newFakeCatalog()
 	f.skills["fetch_url"] = catalog.Info{Name: "fetch_url", Permission: catalog.Network, Policy: catalog.Trust, Status: "ready", NetworkAccess: true}
@@ -189,7 +193,7 @@ func TestGateAsksAfterPrivateRead(t *testing.T) {
 				}
 			}
 
-			allow := approval.New(cat, approval.Options{Asker: asker, AllowAfterPrivateRead: true})
+			allow := approval.New(cat, approval.Options{Asker: asker, Settings: func() approval.Settings { return approval.Settings{AllowAfterPrivateRead: true} }})
 			_, _ = allow.Invoke(t.Context(), catalog.Call{Conversation: "c3", Skill: "read_file", Arguments: json.RawMessage(`{}`)})
 			n = len(asker.reqs)
 			if _, err := allow.Invoke(t.Context(), catalog.Call{Conversation: "c3", Skill: "fetch_url", Arguments: fetch.Arguments}); err != nil {

@@ -1,8 +1,9 @@
 // Package catalog is the vocabulary of the one call path every front end
 // uses: a Call names a skill and its arguments, an Invoker runs it, a Catalog
-// knows which skills exist. It imports nothing of buddy's, so a front end (the
-// WebSocket server, MCP, the CLI) can hold an Invoker without being able to
-// reach the runtime, the host functions or the registry behind it.
+// knows which skills exist and prepares calls. It imports nothing of buddy's
+// but the error kinds, so a front end (the WebSocket server, MCP, the CLI) can
+// hold an Invoker without being able to reach the runtime, the host functions
+// or the registry behind it.
 //
 //	var inv catalog.Invoker = gate // an *approval.Gate wrapping the registry
 //	res, err := inv.Invoke(ctx, catalog.Call{
@@ -68,9 +69,15 @@ type Call struct {
 	// into the approval request and the audit log; "" when it has none.
 	ID string
 	// Conversation the call belongs to; "" for a one-shot call (the CLI),
-	// which is its own conversation.
+	// which is its own conversation. "once" approvals are kept per
+	// conversation.
 	Conversation string
-	Skill        string
+	// Scope is what the conversation's memory of private reads (taint) and
+	// its SKILL.md bindings are kept under, when that is not Conversation:
+	// every MCP session shares the scope "mcp", so that a reconnect does not
+	// clear what the client's model has read. "" = Conversation.
+	Scope string
+	Skill string
 	// Arguments are exactly the bytes handed to the skill: a JSON object for
 	// skills with an input schema, any bytes for a raw module run.
 	Arguments json.RawMessage
@@ -123,6 +130,37 @@ type Info struct {
 	// Type is "" for a WebAssembly skill, or a SKILL.md skill's type
 	// ("instruction", "template", "composite", "script"; internal/instructions).
 	Type string
+	// Grant is what the skill may touch, structured (Touches says it in
+	// words); zero for a skill that touches nothing.
+	Grant Grant
+
+	fingerprint string // Fingerprint
+}
+
+// Grant is what a skill may touch: its effective grant.
+type Grant struct {
+	Read  []string    `json:"read,omitempty"`  // directories it may read
+	Write []string    `json:"write,omitempty"` // directories it may write
+	Hosts []HostGrant `json:"hosts,omitempty"` // hosts it may reach
+	Env   []string    `json:"env,omitempty"`   // environment variables it may read
+	// Memory is its memory namespace; "" = none.
+	Memory string `json:"memory,omitempty"`
+}
+
+// HostGrant is one allowlist entry of a grant.
+type HostGrant struct {
+	Host     string `json:"host"`               // lower case, without "*."
+	Wildcard bool   `json:"wildcard,omitempty"` // "*.host": its subdomains
+	Any      bool   `json:"any,omitempty"`      // "*": any host
+	Port     int    `json:"port,omitempty"`     // 0 = the scheme's
+}
+
+// StateScope is the key a call's taint and SKILL.md bindings are kept under.
+func (c Call) StateScope() string {
+	if c.Scope != "" {
+		return c.Scope
+	}
+	return c.Conversation
 }
 
 // TypeInstruction is the Type of an instruction skill: text the model loads
@@ -132,24 +170,35 @@ const TypeInstruction = "instruction"
 // Ready reports whether the skill can be called.
 func (i Info) Ready() bool { return i.Status == "ready" }
 
-// Invoker runs a skill. The approval gate is the Invoker front ends hold; the
-// registry's own (ungated) Invoke is reachable only from the gate and cmd/.
+// Invoker runs a skill. The approval gate is the Invoker front ends hold.
 type Invoker interface {
 	Invoke(ctx context.Context, c Call) (*Result, error)
 }
 
-// Catalog is the set of skills a gate serves: it lists them, checks a call
-// before anyone is asked about it, and runs it without asking.
-type Catalog interface {
-	Invoker
+// Lister lists skills for a front end.
+type Lister interface {
 	// List returns the registered skills, sorted by name.
 	List(ctx context.Context) ([]Info, error)
 	// Lookup returns one skill (errs.ErrNotFound when there is none).
 	Lookup(ctx context.Context, name string) (Info, error)
-	// Check returns the skill of c when c could run now: it exists, it is
-	// ready, and its arguments fit its input schema (errs.ErrInvalidInput
-	// naming what is wrong). Nothing runs.
-	Check(ctx context.Context, c Call) (Info, error)
+}
+
+// Skills is what a front end holds: the skills it may show, and the one
+// gated way to run them (an *approval.Gate).
+type Skills interface {
+	Lister
+	Invoker
+}
+
+// Catalog is the set of skills a gate serves: it lists them and prepares
+// calls, which run without asking. Only the gate (and cmd/) holds one.
+type Catalog interface {
+	Lister
+	// Prepare returns c ready to run when it could run now: the skill
+	// exists, it is ready, and the arguments fit its input schema
+	// (errs.ErrInvalidInput naming what is wrong). Nothing runs; the
+	// caller must Run or Release the result.
+	Prepare(ctx context.Context, c Call) (Prepared, error)
 }
 
 // ArgumentsHash is the hex SHA-256 of the canonical JSON of raw (keys sorted,

@@ -27,22 +27,44 @@ func (o oneSkill) Check(ctx context.Context, c catalog.Call) (catalog.Info, erro
 	return o.Lookup(ctx, c.Skill)
 }
 func (o oneSkill) Invoke(context.Context, catalog.Call) (*catalog.Result, error) { return nil, nil }
+func (o oneSkill) Prepare(ctx context.Context, c catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, o, c)
+}
 
 type resolvingSkill struct{ oneSkill }
 
 func (r resolvingSkill) Resolve(context.Context, catalog.Call) ([]catalog.Target, error) {
 	return r.targets, nil
 }
+func (r resolvingSkill) Prepare(ctx context.Context, c catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, r, c)
+}
 
-func TestUnionResolve(t *testing.T) {
+// targetsOf prepares c on cat and returns its targets.
+func targetsOf(t *testing.T, cat catalog.Catalog, c catalog.Call) []catalog.Target {
+	t.Helper()
+	p, err := cat.Prepare(t.Context(), c)
+	if err != nil {
+		t.Fatalf("Prepare(%s): %v", c.Skill, err)
+	}
+	defer p.Release()
+	ts, err := p.Targets(t.Context())
+	if err != nil {
+		t.Fatalf("Targets(%s): %v", c.Skill, err)
+	}
+	return ts
+}
+
+// TestUnionTargets: a call prepared by the union resolves its targets with
+// the catalog that holds the skill.
+func TestUnionTargets(t *testing.T) {
 	file := []catalog.Target{{Kind: catalog.TargetFile, Path: "/d/a", Action: "read"}}
 	u := catalog.NewUnion(resolvingSkill{oneSkill{"read_file", file}}, oneSkill{name: "howto"})
-	got, err := u.Resolve(t.Context(), catalog.Call{Skill: "read_file"})
-	if err != nil || !catalog.SameTargets(got, file) {
-		t.Fatalf("Resolve(read_file) = %v, %v", got, err)
+	if got := targetsOf(t, u, catalog.Call{Skill: "read_file"}); !catalog.SameTargets(got, file) {
+		t.Fatalf("targets of read_file = %v", got)
 	}
-	if got, err := u.Resolve(t.Context(), catalog.Call{Skill: "howto"}); err != nil || got != nil {
-		t.Fatalf("Resolve(howto) = %v, %v; want none", got, err)
+	if got := targetsOf(t, u, catalog.Call{Skill: "howto"}); got != nil {
+		t.Fatalf("targets of howto = %v; want none", got)
 	}
 }
 

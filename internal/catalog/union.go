@@ -2,8 +2,11 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+
+	"github.com/buddy-run/buddy/internal/errs"
 )
 
 // Union is two catalogs served as one: the WebAssembly skills (primary) and
@@ -82,7 +85,7 @@ func names(list []Info) map[string]bool {
 
 // owner is the catalog that serves name: the secondary (asked first: it is
 // in memory) only when it has the name and the primary does not.
-func (u *Union) owner(ctx context.Context, name string) Catalog {
+func (u *Union) owner(ctx context.Context, name string) Lister {
 	if _, err := u.secondary.Lookup(ctx, name); err != nil {
 		return u.primary
 	}
@@ -97,12 +100,18 @@ func (u *Union) Lookup(ctx context.Context, name string) (Info, error) {
 	return u.owner(ctx, name).Lookup(ctx, name)
 }
 
-// Check implements Catalog.
-func (u *Union) Check(ctx context.Context, c Call) (Info, error) {
-	return u.owner(ctx, c.Skill).Check(ctx, c)
+// Prepare implements Catalog: the primary prepares the call when it holds
+// the skill, else the secondary (one lookup in each at most).
+func (u *Union) Prepare(ctx context.Context, c Call) (Prepared, error) {
+	p, err := u.primary.Prepare(ctx, c)
+	if err == nil || !isNotFound(err) {
+		return p, err
+	}
+	p2, err2 := u.secondary.Prepare(ctx, c)
+	if err2 != nil && isNotFound(err2) {
+		return nil, err // the primary's "not found" names the skills it has
+	}
+	return p2, err2
 }
 
-// Invoke implements Invoker (ungated, as its parts are).
-func (u *Union) Invoke(ctx context.Context, c Call) (*Result, error) {
-	return u.owner(ctx, c.Skill).Invoke(ctx, c)
-}
+func isNotFound(err error) bool { return errors.Is(err, errs.ErrNotFound) }

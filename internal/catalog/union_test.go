@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/errs"
 )
 
-var errMissing = errors.New("not found")
+var errMissing = errs.New(errs.ErrNotFound, "no such skill")
 
 // listCatalog serves fixed skills; resolves when targets is set.
 type listCatalog struct {
@@ -35,10 +36,17 @@ func (l *listCatalog) Invoke(_ context.Context, c catalog.Call) (*catalog.Result
 	return &catalog.Result{Skill: c.Skill}, nil
 }
 
+func (l *listCatalog) Prepare(ctx context.Context, c catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, l, c)
+}
+
 type resolving struct{ *listCatalog }
 
 func (r resolving) Resolve(context.Context, catalog.Call) ([]catalog.Target, error) {
 	return r.targets, nil
+}
+func (r resolving) Prepare(ctx context.Context, c catalog.Call) (catalog.Prepared, error) {
+	return catalog.PrepareChecked(ctx, r, c)
 }
 
 // TestUnion: both lists merged; a name both hold is the primary's and is
@@ -60,7 +68,11 @@ func TestUnion(t *testing.T) {
 		t.Errorf("Shadowed = %v", sh)
 	}
 	for _, n := range []string{"guide", "doc-coauthoring", "read_file"} {
-		if _, err := u.Invoke(ctx, catalog.Call{Skill: n}); err != nil {
+		p, err := u.Prepare(ctx, catalog.Call{Skill: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,10 +82,13 @@ func TestUnion(t *testing.T) {
 	if _, err := u.Lookup(ctx, "nothing"); !errors.Is(err, errMissing) {
 		t.Errorf("Lookup(nothing) = %v", err)
 	}
-	if ts, _ := u.Resolve(ctx, catalog.Call{Skill: "read_file"}); len(ts) != 1 {
-		t.Errorf("Resolve(read_file) = %v", ts)
+	if _, err := u.Prepare(ctx, catalog.Call{Skill: "nothing"}); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("Prepare(nothing) = %v, want not_found", err)
 	}
-	if ts, _ := u.Resolve(ctx, catalog.Call{Skill: "doc-coauthoring"}); ts != nil {
-		t.Errorf("Resolve(doc-coauthoring) = %v", ts)
+	if ts := targetsOf(t, u, catalog.Call{Skill: "read_file"}); len(ts) != 1 {
+		t.Errorf("targets of read_file = %v", ts)
+	}
+	if ts := targetsOf(t, u, catalog.Call{Skill: "doc-coauthoring"}); ts != nil {
+		t.Errorf("targets of doc-coauthoring = %v", ts)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buddy-run/buddy/internal/catalog"
@@ -24,6 +25,12 @@ type Catalog struct {
 
 	mu     sync.RWMutex
 	skills map[string]*Skill
+
+	// watch: the folder's fingerprint when skills were last loaded from
+	// opts.Source, and when it was last compared.
+	watch    sync.Mutex
+	seen     string
+	lastSeen time.Time
 }
 
 var _ catalog.Catalog = (*Catalog)(nil)
@@ -33,13 +40,75 @@ type CatalogOptions struct {
 	// Sessions, when set, learns which skills with permissions each
 	// conversation loads (and binds the conversation to them).
 	Sessions *Sessions
+	// Source, when set, is the folder the skills were loaded from: a
+	// skill added, changed or removed there is seen by the next List,
+	// Lookup or Prepare (the folder is compared at most every Recheck),
+	// as a WebAssembly install is.
+	Source *Store
+	// Recheck is how often the folder is compared at most; default
+	// DefaultRecheck.
+	Recheck time.Duration
+	// OnReload, if set, is told what a reload from Source loaded and the
+	// folders that did not load.
+	OnReload func(skills []*Skill, problems []error)
 }
+
+// DefaultRecheck is how often a Catalog compares its Source folder at most.
+const DefaultRecheck = 250 * time.Millisecond
 
 // NewCatalog serves skills (as loaded by Store.ListActive).
 func NewCatalog(skills []*Skill, opts CatalogOptions) *Catalog {
+	if opts.Recheck <= 0 {
+		opts.Recheck = DefaultRecheck
+	}
 	c := &Catalog{opts: opts}
+	if opts.Source != nil {
+		c.seen, _ = opts.Source.Fingerprint()
+		c.lastSeen = time.Now()
+	}
 	c.Replace(skills)
 	return c
+}
+
+// Reload loads the skills from Source again now (SIGHUP), whether or not
+// the folder changed.
+func (c *Catalog) Reload(ctx context.Context) {
+	if c.opts.Source == nil {
+		return
+	}
+	c.watch.Lock()
+	defer c.watch.Unlock()
+	c.reload(ctx)
+}
+
+// reload loads from Source; c.watch is held.
+func (c *Catalog) reload(ctx context.Context) {
+	fp, _ := c.opts.Source.Fingerprint()
+	skills, problems := c.opts.Source.ListActive(ctx)
+	c.Replace(skills)
+	c.seen, c.lastSeen = fp, time.Now()
+	if c.opts.OnReload != nil {
+		c.opts.OnReload(skills, problems)
+	}
+}
+
+// refresh reloads from Source when the folder changed since it was last
+// compared (at most every Recheck).
+func (c *Catalog) refresh(ctx context.Context) {
+	if c.opts.Source == nil {
+		return
+	}
+	c.watch.Lock()
+	defer c.watch.Unlock()
+	if time.Since(c.lastSeen) < c.opts.Recheck {
+		return
+	}
+	fp, err := c.opts.Source.Fingerprint()
+	c.lastSeen = time.Now()
+	if err != nil || fp == c.seen {
+		return
+	}
+	c.reload(ctx)
 }
 
 // Replace swaps the skills served (a reload); calls in flight keep theirs.
@@ -65,12 +134,15 @@ func (c *Catalog) Skill(name string) (*Skill, bool) {
 	return &cp, true
 }
 
-// info describes s for front ends.
+// info describes s for front ends; its SHA256 is the digest of what the
+// skill says (Digest).
 func info(s *Skill) catalog.Info {
+	d := Digest(s)
 	i := catalog.Info{
 		Name: s.Name, Description: s.DescriptionOrDefault(), Permission: catalog.ReadOnly,
-		Policy: catalog.Trust, InputSchema: inputSchema(s), Status: "ready", Type: s.Type,
+		Policy: catalog.Trust, InputSchema: inputSchema(s), Status: "ready", Type: s.Type, SHA256: d,
 	}
+	i = i.WithFingerprint(d)
 	if s.Source != "" {
 		i.Author = s.Source
 	}
@@ -78,6 +150,20 @@ func info(s *Skill) catalog.Info {
 		i.Status, i.Problem = "unavailable", scriptRefusal(s.Name)
 	}
 	return i
+}
+
+// Digest is the hex SHA-256 of what a skill says and declares: its type,
+// description, body, template, plan, script, parameters and permissions. A
+// changed SKILL.md has another digest.
+func Digest(s *Skill) string {
+	h := sha256.New()
+	steps, _ := json.Marshal(s.Steps)
+	params, _ := json.Marshal(s.Parameters)
+	perms, _ := json.Marshal(s.Permissions)
+	for _, part := range []string{"buddy-skillmd/1", s.Name, s.Type, s.Description, s.Content, s.Template, string(steps), s.Script, string(params), string(perms), s.Dir} {
+		fmt.Fprintf(h, "%d:%s", len(part), part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func scriptRefusal(name string) string {
@@ -109,6 +195,7 @@ func inputSchema(s *Skill) map[string]any {
 
 // List implements catalog.Catalog.
 func (c *Catalog) List(ctx context.Context) ([]catalog.Info, error) {
+	c.refresh(ctx)
 	c.mu.RLock()
 	out := make([]catalog.Info, 0, len(c.skills))
 	for _, s := range c.skills {
@@ -121,6 +208,7 @@ func (c *Catalog) List(ctx context.Context) ([]catalog.Info, error) {
 
 // Lookup implements catalog.Catalog.
 func (c *Catalog) Lookup(ctx context.Context, name string) (catalog.Info, error) {
+	c.refresh(ctx)
 	c.mu.RLock()
 	s, ok := c.skills[name]
 	c.mu.RUnlock()
@@ -130,24 +218,67 @@ func (c *Catalog) Lookup(ctx context.Context, name string) (catalog.Info, error)
 	return info(s), nil
 }
 
-// Check implements catalog.Catalog: the skill exists, can run, and its
-// arguments are a JSON object (or nothing).
-func (c *Catalog) Check(ctx context.Context, call catalog.Call) (catalog.Info, error) {
-	i, err := c.Lookup(ctx, call.Skill)
-	if err != nil {
-		return i, err
+// Prepare implements catalog.Catalog: the skill exists, can run, and its
+// arguments are a JSON object (or nothing). The prepared call runs the skill
+// as it was when prepared; Current says when the folder changed it since.
+func (c *Catalog) Prepare(ctx context.Context, call catalog.Call) (catalog.Prepared, error) {
+	c.refresh(ctx)
+	s, ok := c.Skill(call.Skill)
+	if !ok {
+		return nil, errs.New(errs.ErrNotFound, fmt.Sprintf("no skill named %q", call.Skill))
 	}
-	if i.Type == TypeScript {
-		return i, errs.New(errs.ErrForbidden, scriptRefusal(i.Name))
+	i := info(s)
+	if s.Type == TypeScript {
+		return nil, errs.New(errs.ErrForbidden, scriptRefusal(s.Name))
 	}
 	if call.Raw {
-		return i, errs.New(errs.ErrInvalidInput, fmt.Sprintf("skill %s takes a JSON object, not raw input", i.Name))
+		return nil, errs.New(errs.ErrInvalidInput, fmt.Sprintf("skill %s takes a JSON object, not raw input", s.Name))
 	}
-	if _, err := params(call.Arguments); err != nil {
-		return i, errs.Wrap(errs.ErrInvalidInput, "arguments of "+i.Name, err)
+	p, err := params(call.Arguments)
+	if err != nil {
+		return nil, errs.Wrap(errs.ErrInvalidInput, "arguments of "+s.Name, err)
 	}
-	return i, nil
+	return &prepared{c: c, s: s, call: call, info: i, params: p}, nil
 }
+
+// prepared is a call of one SKILL.md skill, ready to run.
+type prepared struct {
+	c      *Catalog
+	s      *Skill
+	call   catalog.Call
+	info   catalog.Info
+	params map[string]any
+	done   atomic.Bool
+}
+
+func (p *prepared) Info() catalog.Info { return p.info }
+
+// Targets implements catalog.Prepared: a SKILL.md skill touches nothing.
+func (p *prepared) Targets(context.Context) ([]catalog.Target, error) { return nil, nil }
+
+// Current implements catalog.Prepared.
+func (p *prepared) Current(ctx context.Context) (string, error) {
+	p.c.refresh(ctx)
+	now, ok := p.c.Skill(p.s.Name)
+	if !ok {
+		return fmt.Sprintf("%s was removed", p.s.Name), nil
+	}
+	if Digest(now) != p.info.SHA256 {
+		return fmt.Sprintf("the SKILL.md of %s changed", p.s.Name), nil
+	}
+	return "", nil
+}
+
+// Run implements catalog.Prepared.
+func (p *prepared) Run(ctx context.Context) (*catalog.Result, error) {
+	if p.done.Swap(true) {
+		return nil, catalog.ErrAlreadyRun
+	}
+	return p.c.run(ctx, p.s, p.call, p.params, p.info.SHA256)
+}
+
+// Release implements catalog.Prepared.
+func (p *prepared) Release() { p.done.Store(true) }
 
 func params(raw json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -188,19 +319,21 @@ type PlanStep struct {
 	Params map[string]any `json:"params"`
 }
 
-// Invoke implements catalog.Invoker: an instruction skill returns its
-// content (and, with Sessions, becomes active in the call's conversation), a
-// template skill its rendering, a composite skill its plan; a script skill
-// refuses.
+// Invoke prepares and runs call without asking (tests; front ends go
+// through the gate): an instruction skill returns its content (and, with
+// Sessions, becomes active in the call's conversation), a template skill
+// its rendering, a composite skill its plan; a script skill refuses.
 func (c *Catalog) Invoke(ctx context.Context, call catalog.Call) (*catalog.Result, error) {
-	start := time.Now()
-	if _, err := c.Check(ctx, call); err != nil {
+	p, err := c.Prepare(ctx, call)
+	if err != nil {
 		return nil, err
 	}
-	s, ok := c.Skill(call.Skill)
-	if !ok {
-		return nil, errs.New(errs.ErrNotFound, fmt.Sprintf("no skill named %q", call.Skill))
-	}
+	return p.Run(ctx)
+}
+
+// run runs a prepared call of s.
+func (c *Catalog) run(ctx context.Context, s *Skill, call catalog.Call, p map[string]any, digest string) (*catalog.Result, error) {
+	start := time.Now()
 	var out []byte
 	var err error
 	switch s.Type {
@@ -208,10 +341,9 @@ func (c *Catalog) Invoke(ctx context.Context, call catalog.Call) (*catalog.Resul
 		out, err = json.Marshal(Loaded{Name: s.Name, Type: s.Type, Description: s.DescriptionOrDefault(),
 			Source: s.Source, Content: s.Content, Permissions: s.Permissions})
 		if err == nil {
-			c.opts.Sessions.Activate(call.Conversation, s)
+			err = c.opts.Sessions.Activate(ctx, call.StateScope(), s)
 		}
 	case TypeTemplate:
-		p, _ := params(call.Arguments)
 		var text string
 		if text, err = RenderTemplate(ctx, s, p); err == nil {
 			out = []byte(text)
@@ -220,11 +352,11 @@ func (c *Catalog) Invoke(ctx context.Context, call catalog.Call) (*catalog.Resul
 		plan := Plan{Name: s.Name, Type: s.Type, Description: s.DescriptionOrDefault(),
 			Note: "A plan, not a result: make these tool calls one at a time, in order, checking each result; each goes through the user's approval."}
 		for i, st := range s.Steps {
-			p := st.Params
-			if p == nil {
-				p = map[string]any{}
+			sp := st.Params
+			if sp == nil {
+				sp = map[string]any{}
 			}
-			plan.Steps = append(plan.Steps, PlanStep{Step: i + 1, Tool: st.Tool, Params: p})
+			plan.Steps = append(plan.Steps, PlanStep{Step: i + 1, Tool: st.Tool, Params: sp})
 		}
 		out, err = json.Marshal(plan)
 	default:
@@ -233,6 +365,5 @@ func (c *Catalog) Invoke(ctx context.Context, call catalog.Call) (*catalog.Resul
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(s.Content + s.Template + s.Script))
-	return &catalog.Result{Skill: s.Name, SHA256: hex.EncodeToString(sum[:]), Output: out, Duration: time.Since(start)}, nil
+	return &catalog.Result{Skill: s.Name, SHA256: digest, Output: out, Duration: time.Since(start)}, nil
 }

@@ -2,6 +2,7 @@ package instructions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
 	"gopkg.in/yaml.v3"
 )
@@ -379,65 +381,140 @@ func hostCovers(pattern, host string, tree bool) bool {
 
 // Sessions remember which skills each conversation has loaded, and check
 // calls against the declarations of the active ones. It is shared by every
-// gate of a process (the server makes one gate per connection).
+// gate of a process (the server makes one gate per connection). With a
+// catalog.StateStore the bindings outlive the process: each is stored when
+// the skill is loaded and restored on the conversation's first use after a
+// start, as it was declared then (a skill edited or removed since still
+// binds the conversation with what it declared when it was loaded).
 type Sessions struct {
-	dirs Dirs
+	dirs  Dirs
+	state catalog.StateStore
 
+	load   sync.Mutex // held while a scope is restored
 	mu     sync.Mutex
-	active map[string]map[string]*Skill // conversation → name → skill
+	active map[string]map[string]*Skill // scope → name → skill
+	loaded map[string]bool              // scopes restored from state
+}
+
+// binding is what is stored of an active skill: enough to check calls
+// against its declaration.
+type binding struct {
+	Name        string       `json:"name"`
+	Dir         string       `json:"dir"`
+	Permissions *Permissions `json:"permissions"`
 }
 
 // NewSessions returns an empty set of sessions; d gives $WORK_DIR and
-// $DATA_DIR.
-func NewSessions(d Dirs) *Sessions {
-	return &Sessions{dirs: d, active: map[string]map[string]*Skill{}}
+// $DATA_DIR; st, when not nil, keeps the bindings across restarts.
+func NewSessions(d Dirs, st catalog.StateStore) *Sessions {
+	return &Sessions{dirs: d, state: st, active: map[string]map[string]*Skill{}, loaded: map[string]bool{}}
 }
 
-// Activate records that conversation loaded s. A one-shot call
-// (conversation "") activates nothing: it has no later calls.
-func (ss *Sessions) Activate(conversation string, s *Skill) {
-	if ss == nil || conversation == "" || s.Permissions == nil {
-		return
+// restore loads scope's stored bindings once per process.
+func (ss *Sessions) restore(ctx context.Context, scope string) error {
+	if ss.state == nil || scope == "" {
+		return nil
+	}
+	ss.load.Lock()
+	defer ss.load.Unlock()
+	ss.mu.Lock()
+	done := ss.loaded[scope]
+	ss.mu.Unlock()
+	if done {
+		return nil
+	}
+	items, err := ss.state.ConversationState(context.WithoutCancel(ctx), scope)
+	if err != nil {
+		return errs.Wrap(errs.ErrUnavailable, "restoring the conversation's SKILL.md bindings", err)
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.active[conversation] == nil {
-		ss.active[conversation] = map[string]*Skill{}
+	for _, it := range items {
+		if it.Kind != catalog.StateBinding {
+			continue
+		}
+		var b binding
+		if err := json.Unmarshal([]byte(it.Value), &b); err != nil || b.Permissions == nil {
+			// A binding that does not read binds to nothing: fail closed.
+			b = binding{Name: it.Key, Permissions: &Permissions{}}
+		}
+		if ss.active[scope] == nil {
+			ss.active[scope] = map[string]*Skill{}
+		}
+		if _, ok := ss.active[scope][b.Name]; !ok {
+			ss.active[scope][b.Name] = &Skill{Name: b.Name, Dir: b.Dir, Permissions: b.Permissions}
+		}
 	}
-	ss.active[conversation][s.Name] = s
+	ss.loaded[scope] = true
+	return nil
 }
 
-// Active returns the names of the skills with permissions active in a
-// conversation, sorted.
-func (ss *Sessions) Active(conversation string) []string {
+// Activate records that scope (a conversation) loaded s, and stores it
+// before it returns. A one-shot call (scope "") activates nothing: it has
+// no later calls.
+func (ss *Sessions) Activate(ctx context.Context, scope string, s *Skill) error {
+	if ss == nil || scope == "" || s.Permissions == nil {
+		return nil
+	}
+	if err := ss.restore(ctx, scope); err != nil {
+		return err
+	}
+	ss.mu.Lock()
+	if ss.active[scope] == nil {
+		ss.active[scope] = map[string]*Skill{}
+	}
+	ss.active[scope][s.Name] = s
+	ss.mu.Unlock()
+	if ss.state == nil {
+		return nil
+	}
+	b, err := json.Marshal(binding{Name: s.Name, Dir: s.Dir, Permissions: s.Permissions})
+	if err != nil {
+		return errs.Wrap(errs.ErrInternal, "storing the binding of "+s.Name, err)
+	}
+	return ss.state.SaveConversationState(context.WithoutCancel(ctx), scope,
+		catalog.StateItem{Kind: catalog.StateBinding, Key: s.Name, Value: string(b)})
+}
+
+// Active returns the names of the skills with permissions active in scope,
+// sorted.
+func (ss *Sessions) Active(ctx context.Context, scope string) ([]string, error) {
+	if err := ss.restore(ctx, scope); err != nil {
+		return nil, err
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	var out []string
-	for n := range ss.active[conversation] {
+	for n := range ss.active[scope] {
 		out = append(out, n)
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }
 
-// End forgets a conversation.
-func (ss *Sessions) End(conversation string) {
+// End forgets a scope (its stored bindings are forgotten with the rest of
+// the conversation's state).
+func (ss *Sessions) End(scope string) {
 	ss.mu.Lock()
-	delete(ss.active, conversation)
+	delete(ss.active, scope)
+	delete(ss.loaded, scope)
 	ss.mu.Unlock()
 }
 
 // Check returns nil when every access fits the union of the declarations of
-// the skills active in conversation (or none is active), else an error
-// wrapping errs.ErrForbidden that names the skills whose declarations leave
-// the access out.
-func (ss *Sessions) Check(ctx context.Context, conversation, skill string, accesses []Access) error {
-	if ss == nil || conversation == "" {
+// the skills active in scope (or none is active), else an error wrapping
+// errs.ErrForbidden that names the skills whose declarations leave the
+// access out.
+func (ss *Sessions) Check(ctx context.Context, scope, skill string, accesses []Access) error {
+	if ss == nil || scope == "" {
 		return nil
+	}
+	if err := ss.restore(ctx, scope); err != nil {
+		return err
 	}
 	ss.mu.Lock()
 	var active []*Skill
-	for _, s := range ss.active[conversation] {
+	for _, s := range ss.active[scope] {
 		active = append(active, s)
 	}
 	ss.mu.Unlock()

@@ -66,7 +66,7 @@ func mustSkill(t *testing.T, dir, name, perms string) *Skill {
 // the active skills' declarations.
 func TestSessionsCheck(t *testing.T) {
 	work, data, skills := t.TempDir(), t.TempDir(), t.TempDir()
-	ss := NewSessions(Dirs{Work: work, Data: data})
+	ss := NewSessions(Dirs{Work: work, Data: data}, nil)
 	mdOnly := mustSkill(t, skills, "md-only", "permissions:\n  fs:\n    read: [\"**/*.md\"]\n")
 	logOnly := mustSkill(t, skills, "log-only", "permissions:\n  fs:\n    write: [\"**/*.log\"]\n")
 	apiA := mustSkill(t, skills, "skill-a", "permissions:\n  network:\n    allow: [\"api.a.com:443\"]\n")
@@ -107,7 +107,7 @@ func TestSessionsCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			conv := "c" + string(rune('a'+i))
 			for _, s := range tt.active {
-				ss.Activate(conv, s)
+				_ = ss.Activate(ctx, conv, s)
 			}
 			err := ss.Check(ctx, conv, "tool", []Access{tt.access})
 			switch {
@@ -121,12 +121,12 @@ func TestSessionsCheck(t *testing.T) {
 		})
 	}
 	// A one-shot call activates nothing; End forgets.
-	ss.Activate("", mdOnly)
+	_ = ss.Activate(ctx, "", mdOnly)
 	if err := ss.Check(ctx, "", "read_file", []Access{{Kind: Read, Target: in("x.txt")}}); err != nil {
 		t.Errorf("one-shot call restricted: %v", err)
 	}
 	ss.End("ca")
-	if got := ss.Active("ca"); len(got) != 0 {
+	if got, _ := ss.Active(ctx, "ca"); len(got) != 0 {
 		t.Errorf("ended conversation still active: %v", got)
 	}
 }

@@ -3,6 +3,7 @@ package instructions
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +18,9 @@ import (
 
 	"github.com/buddy-run/buddy/internal/errs"
 )
+
+// skillFile is the name of a skill folder's file.
+const skillFile = "SKILL.md"
 
 // Copy limits for Add.
 const (
@@ -431,4 +435,36 @@ func (st *Store) Add(ctx context.Context, src string) (*Skill, error) {
 	}
 	s.Dir, s.Path = filepath.Join(st.dir, s.Name), filepath.Join(st.dir, s.Name, "SKILL.md")
 	return s, nil
+}
+
+// Fingerprint digests what the folder holds now without parsing it: each
+// skill folder's name and its SKILL.md's size, mode and modification time.
+// Two equal fingerprints mean no skill was added, removed or (as far as the
+// file system's clock can tell) changed; a Catalog compares them to see
+// changes made while buddy runs. A missing folder has the fingerprint "".
+func (st *Store) Fingerprint() (string, error) {
+	entries, err := os.ReadDir(st.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", errs.Wrap(errs.ErrUnavailable, "reading "+st.dir, err)
+	}
+	h := sha256.New()
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !(e.IsDir() || e.Type()&fs.ModeSymlink != 0) {
+			continue
+		}
+		fmt.Fprintf(h, "%q %v", name, e.Type())
+		for _, f := range []string{"", skillFile} {
+			if fi, err := os.Stat(filepath.Join(st.dir, name, f)); err == nil {
+				fmt.Fprintf(h, " %d %v %d", fi.Size(), fi.Mode(), fi.ModTime().UnixNano())
+			} else {
+				h.Write([]byte(" -"))
+			}
+		}
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

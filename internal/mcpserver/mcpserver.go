@@ -49,7 +49,7 @@ import (
 // Gate is what the MCP server needs of the approval gate: the gated catalog,
 // and a way to forget a session's "once" approvals when it ends.
 type Gate interface {
-	catalog.Catalog
+	catalog.Skills
 	EndConversation(id string)
 }
 
@@ -76,6 +76,13 @@ type Options struct {
 	Version string
 	Logger  *slog.Logger
 }
+
+// Scope is what every MCP session's taint and SKILL.md bindings are kept
+// under (catalog.Call.Scope): an MCP client's model keeps what it read
+// across sessions, so a reconnect, a new session or a restart of buddy does
+// not clear them. "once" approvals stay per session. `buddy mcp forget`
+// clears the scope.
+const Scope = "mcp"
 
 // Defaults.
 const (
@@ -353,7 +360,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return errorResult(err), nil
 		}
 		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
-		res, err := s.gate.Invoke(ctx, catalog.Call{ID: newID("mcp_"), Conversation: conv, Skill: name, Arguments: args})
+		res, err := s.gate.Invoke(ctx, catalog.Call{ID: newID("mcp_"), Conversation: conv, Scope: Scope, Skill: name, Arguments: args})
 		if err != nil {
 			return errorResult(err), nil
 		}

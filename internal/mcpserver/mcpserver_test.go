@@ -84,7 +84,7 @@ func newEnv(t *testing.T, fallback approval.Asker) *env {
 	t.Cleanup(func() { live.Close(context.WithoutCancel(t.Context())) })
 	e.srv, err = mcpserver.New(t.Context(), mcpserver.Options{
 		NewGate: func(a approval.Asker) mcpserver.Gate {
-			return approval.New(live, approval.Options{Asker: a, Timeout: 10 * time.Second, Record: func(_ context.Context, o approval.Outcome) {
+			return approval.New(live, approval.Options{Asker: a, Settings: approval.Fixed(approval.Settings{Timeout: 10 * time.Second}), Record: func(_ context.Context, o approval.Outcome) {
 				e.outcomes <- o
 			}})
 		},

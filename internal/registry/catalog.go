@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/catalog"
@@ -131,24 +133,90 @@ func (r *Registry) Lookup(ctx context.Context, name string) (catalog.Info, error
 	return s.Info(), nil
 }
 
-// Check implements catalog.Catalog: the skill exists, can run, and the
-// arguments fit its input schema.
-func (r *Registry) Check(ctx context.Context, c catalog.Call) (catalog.Info, error) {
-	info, err := r.Lookup(ctx, c.Skill)
+// Prepare implements catalog.Catalog: the skill is looked up once (seeing
+// installs and removals made meanwhile), must be ready, and the arguments
+// must fit its input schema. The prepared call holds the skill: it runs the
+// module and grants it was prepared with, even if the skill is replaced
+// before it runs (Current says so).
+func (r *Registry) Prepare(ctx context.Context, c catalog.Call) (catalog.Prepared, error) {
+	s, err := r.acquire(ctx, c.Skill)
 	if err != nil {
-		return catalog.Info{}, err
+		return nil, err
 	}
-	if !info.Ready() {
-		return info, errs.New(problemKind(info.Status), fmt.Sprintf("skill %s cannot run: %s", info.Name, info.Problem))
-	}
-	s, err := r.get(c.Skill)
-	if err != nil {
-		return catalog.Info{}, err
+	p := &prepared{r: r, s: s, call: c, info: s.Info()}
+	if !p.info.Ready() {
+		p.Release()
+		return nil, errs.New(problemKind(p.info.Status), fmt.Sprintf("skill %s cannot run: %s", p.info.Name, p.info.Problem))
 	}
 	if err := checkArguments(s.Name, s.Manifest, c); err != nil {
-		return info, err
+		p.Release()
+		return nil, err
 	}
-	return info, nil
+	return p, nil
+}
+
+// prepared is a call of one registered skill, ready to run.
+type prepared struct {
+	r    *Registry
+	s    *Skill
+	call catalog.Call
+	info catalog.Info
+	done atomic.Bool // ran or released
+}
+
+var _ catalog.Prepared = (*prepared)(nil)
+
+func (p *prepared) Info() catalog.Info { return p.info }
+
+// Targets implements catalog.Prepared with the skill's own host functions.
+func (p *prepared) Targets(ctx context.Context) ([]catalog.Target, error) {
+	return p.r.resolve(ctx, p.s, p.call)
+}
+
+// Current implements catalog.Prepared: the registry still serves the same
+// skill (installs, upgrades and removals made since are seen).
+func (p *prepared) Current(ctx context.Context) (string, error) {
+	if err := p.r.refresh(ctx); err != nil {
+		return "", err
+	}
+	p.r.mu.RLock()
+	now, ok := p.r.skills[p.s.Name]
+	p.r.mu.RUnlock()
+	switch {
+	case !ok:
+		return fmt.Sprintf("%s was removed", p.s.Name), nil
+	case now == p.s:
+		if why := p.s.problem(); why != nil {
+			return fmt.Sprintf("%s can no longer run: %s", p.s.Name, why), nil
+		}
+		return "", nil
+	}
+	return changedOr(p.info, now.Info(), p.s.Name), nil
+}
+
+// changedOr is catalog.Changed, or a note that the skill was replaced by
+// an equal one (the same module and grants: still current).
+func changedOr(was, now catalog.Info, name string) string {
+	if !now.Ready() {
+		return fmt.Sprintf("%s can no longer run: %s", name, now.Problem)
+	}
+	return catalog.Changed(was, now)
+}
+
+// Run implements catalog.Prepared.
+func (p *prepared) Run(ctx context.Context) (*catalog.Result, error) {
+	if p.done.Swap(true) {
+		return nil, catalog.ErrAlreadyRun
+	}
+	defer p.s.calls.Done()
+	return p.r.run(ctx, p.s, p.call)
+}
+
+// Release implements catalog.Prepared.
+func (p *prepared) Release() {
+	if !p.done.Swap(true) {
+		p.s.calls.Done()
+	}
 }
 
 // checkArguments validates a call's input: a JSON object fitting the schema
@@ -174,17 +242,18 @@ func problemKind(status string) error {
 	return errs.ErrUnavailable
 }
 
-// Invoke implements catalog.Catalog. It does not ask for approval: the gate
-// in front of it does.
+// Invoke prepares and runs c without asking: for cmd/ and tests only (the
+// gate in front of the registry asks).
 func (r *Registry) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, error) {
-	s, err := r.acquire(ctx, c.Skill)
+	p, err := r.Prepare(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	defer s.calls.Done()
-	if err := checkArguments(s.Name, s.Manifest, c); err != nil {
-		return nil, err
-	}
+	return p.Run(ctx)
+}
+
+// run runs a prepared call of s.
+func (r *Registry) run(ctx context.Context, s *Skill, c catalog.Call) (*catalog.Result, error) {
 	in := []byte(c.Arguments)
 	if len(in) == 0 && !c.Raw {
 		in = []byte("{}")
@@ -213,14 +282,44 @@ func (s *Skill) Info() catalog.Info {
 	info := catalog.Info{
 		Name: s.Name, Version: m.Version, Description: m.Description, Author: m.Author,
 		Builtin: s.Builtin, Permission: catalog.Permission(m.Permission), Policy: s.Approval,
-		InputSchema: m.InputSchema, Touches: Touches(s.Grants), Status: string(s.Status), SHA256: s.SHA256,
+		InputSchema: m.InputSchema, Touches: Touches(s.Grants), SHA256: s.SHA256,
 		PrivateData:   len(s.Grants.Read) > 0 || s.Grants.Namespace != "",
 		NetworkAccess: len(s.Grants.Domains) > 0,
+		Grant:         grantOf(s.Grants),
 	}
+	s.state.Lock()
+	info.Status = string(s.Status)
 	if s.Problem != nil {
 		info.Problem = s.Problem.Error()
 	}
-	return info
+	s.state.Unlock()
+	return info.WithFingerprint(s.fingerprint)
+}
+
+// grantOf is a grant as the catalog shows it.
+func grantOf(g hostfns.Grants) catalog.Grant {
+	out := catalog.Grant{Read: g.Read, Write: g.Write, Env: g.Env, Memory: g.Namespace}
+	for _, d := range g.Domains {
+		out.Hosts = append(out.Hosts, catalog.HostGrant{Host: d.Host(), Wildcard: d.Wildcard(), Any: d.Any(), Port: int(d.Port())})
+	}
+	return out
+}
+
+// fingerprint digests what an approval of s covers beyond the arguments:
+// the module, the effective manifest (limits, schema, permission), the
+// grants and the policy (catalog.Info.Fingerprint).
+func fingerprint(s *Skill) string {
+	h := sha256.New()
+	m := s.Manifest
+	fmt.Fprintf(h, "buddy-skill/1\x00%s\x00%s\x00%s\x00%s\x00%s\x00%+v\x00", s.Name, s.SHA256, m.Version, m.Permission, s.Approval, m.Resources)
+	schema, _ := json.Marshal(m.InputSchema)
+	h.Write(schema)
+	g := s.Grants
+	fmt.Fprintf(h, "\x00%q\x00%q\x00%q\x00%s\x00%d\x00%d\x00%d\x00%s", g.Read, g.Write, g.Env, g.Namespace, g.MaxReadBytes, g.MaxWriteBytes, g.MaxFetchBytes, g.FetchTimeout)
+	for _, d := range g.Domains {
+		fmt.Fprintf(h, "\x00%s|%t", d.String(), d.Local())
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Touches says in plain words what a grant lets a skill touch.
@@ -258,6 +357,7 @@ func (r *Registry) AddModule(ctx context.Context, m *runtime.Manifest, wasm []by
 	sk.wasm = wasm
 	sum := sha256.Sum256(wasm)
 	sk.SHA256 = hex.EncodeToString(sum[:])
+	sk.fingerprint = fingerprint(sk)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.skills[m.Name]; ok {

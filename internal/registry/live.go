@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/buddy-run/buddy/internal/catalog"
@@ -73,16 +74,65 @@ func (l *Live) Lookup(ctx context.Context, name string) (catalog.Info, error) {
 	return r.Lookup(ctx, name)
 }
 
-// Check implements catalog.Catalog.
-func (l *Live) Check(ctx context.Context, c catalog.Call) (catalog.Info, error) {
+// Prepare implements catalog.Catalog on the current registry. The prepared
+// call keeps that registry open until it runs or is released; after a
+// reload it is current only if the new registry serves the same skill.
+func (l *Live) Prepare(ctx context.Context, c catalog.Call) (catalog.Prepared, error) {
 	r, done := l.acquire()
-	defer done()
-	return r.Check(ctx, c)
+	p, err := r.Prepare(ctx, c)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	return &livePrepared{Prepared: p, l: l, r: r, done: done}, nil
 }
 
-// Invoke implements catalog.Catalog.
+// livePrepared is a prepared call of a registry Live served when it was
+// prepared.
+type livePrepared struct {
+	catalog.Prepared
+	l    *Live
+	r    *Registry
+	once sync.Once
+	done func()
+}
+
+// Current implements catalog.Prepared across reloads.
+func (p *livePrepared) Current(ctx context.Context) (string, error) {
+	why, err := p.Prepared.Current(ctx)
+	if err != nil || why != "" {
+		return why, err
+	}
+	now := p.l.Current()
+	if now == p.r {
+		return "", nil
+	}
+	was := p.Info()
+	info, err := now.Lookup(ctx, was.Name)
+	if err != nil {
+		return fmt.Sprintf("%s is no longer enabled after the configuration was reloaded", was.Name), nil
+	}
+	return changedOr(was, info, was.Name), nil
+}
+
+// Run implements catalog.Prepared.
+func (p *livePrepared) Run(ctx context.Context) (*catalog.Result, error) {
+	defer p.once.Do(p.done)
+	return p.Prepared.Run(ctx)
+}
+
+// Release implements catalog.Prepared.
+func (p *livePrepared) Release() {
+	p.Prepared.Release()
+	p.once.Do(p.done)
+}
+
+// Invoke prepares and runs c on the current registry without asking (cmd/
+// and tests; front ends go through the gate).
 func (l *Live) Invoke(ctx context.Context, c catalog.Call) (*catalog.Result, error) {
-	r, done := l.acquire()
-	defer done()
-	return r.Invoke(ctx, c)
+	p, err := l.Prepare(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx)
 }

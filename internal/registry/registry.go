@@ -90,6 +90,8 @@ type Skill struct {
 
 	wasm []byte               // built-ins and module files
 	row  store.InstalledSkill // installed skills: the row it was made from
+	// fingerprint is catalog.Info.Fingerprint, fixed when s is made.
+	fingerprint string
 
 	// calls counts the calls running on mod, so that a skill removed or
 	// replaced while the server runs is closed only once they are done.
@@ -111,6 +113,7 @@ func (s *Skill) snapshot() *Skill {
 	return &Skill{
 		Name: s.Name, Builtin: s.Builtin, Manifest: s.Manifest, Declared: s.Declared, Grants: s.Grants,
 		Approval: s.Approval, Status: s.Status, Problem: s.Problem, SHA256: s.SHA256, WasmPath: s.WasmPath,
+		fingerprint: s.fingerprint,
 	}
 }
 
@@ -163,6 +166,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		sk.wasm = b.Wasm
 		sum := sha256.Sum256(b.Wasm)
 		sk.SHA256 = hex.EncodeToString(sum[:])
+		sk.fingerprint = fingerprint(sk)
 		if msg := missingGrant(b.Name, m, sk.Grants); msg != "" {
 			problems = append(problems, msg)
 		}
@@ -265,14 +269,17 @@ func (r *Registry) newSkill(name string, m *runtime.Manifest, sec config.Skill, 
 func (r *Registry) addInstalled(ctx context.Context, row store.InstalledSkill) {
 	m, err := runtime.ParseManifest([]byte(row.Manifest))
 	if err != nil {
-		r.skills[row.Name] = &Skill{Name: row.Name, Status: StatusUnavailable, WasmPath: row.WasmPath, SHA256: row.SHA256,
+		sk := &Skill{Name: row.Name, Status: StatusUnavailable, WasmPath: row.WasmPath, SHA256: row.SHA256,
 			Manifest: runtime.DefaultManifest(row.Name), Approval: catalog.Always, row: row,
 			Problem: fmt.Errorf("stored manifest: %w", err)}
+		sk.fingerprint = fingerprint(sk)
+		r.skills[row.Name] = sk
 		return
 	}
 	sec := r.opts.Config.Skills[row.Name]
 	sk := r.newSkill(row.Name, m, sec, false)
 	sk.WasmPath, sk.SHA256, sk.row = row.WasmPath, row.SHA256, row
+	sk.fingerprint = fingerprint(sk)
 	if _, err := r.verify(sk); err != nil {
 		sk.Status, sk.Problem = StatusVerificationFailed, err
 		if row.Status != string(StatusVerificationFailed) {

@@ -10,11 +10,8 @@ import (
 	"github.com/buddy-run/buddy/internal/catalog"
 )
 
-// Both catalogs say what a call would touch.
-var (
-	_ catalog.Resolver = (*Registry)(nil)
-	_ catalog.Resolver = (*Live)(nil)
-)
+// The registry says what a call would touch.
+var _ catalog.Resolver = (*Registry)(nil)
 
 // Resolve implements catalog.Resolver: for read_file and write_file the file
 // (canonical path, whether it exists, its size, create or overwrite, a diff
@@ -29,6 +26,11 @@ func (r *Registry) Resolve(ctx context.Context, c catalog.Call) ([]catalog.Targe
 		return nil, err
 	}
 	defer s.calls.Done()
+	return r.resolve(ctx, s, c)
+}
+
+// resolve is Resolve for a skill already held.
+func (r *Registry) resolve(ctx context.Context, s *Skill, c catalog.Call) ([]catalog.Target, error) {
 	caps := capabilityTargets(s.Grants)
 	if !s.Builtin || c.Raw {
 		return caps, nil
@@ -113,13 +115,6 @@ func capabilityTargets(g hostfns.Grants) []catalog.Target {
 		out = append(out, catalog.Target{Kind: catalog.TargetCapability, Capability: t})
 	}
 	return out
-}
-
-// Resolve implements catalog.Resolver.
-func (l *Live) Resolve(ctx context.Context, c catalog.Call) ([]catalog.Target, error) {
-	r, done := l.acquire()
-	defer done()
-	return r.Resolve(ctx, c)
 }
 
 // usage converts what the host functions recorded.

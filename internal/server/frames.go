@@ -154,7 +154,10 @@ type approvalRequestFrame struct {
 	PermissionLevel string          `json:"permission_level"`
 	ExpiresAt       time.Time       `json:"expires_at"`
 	ArgumentsHash   string          `json:"arguments_hash"`
-	Touches         []string        `json:"touches,omitempty"`
+	// Version and ModuleSHA256 name the module that runs if approved.
+	Version      string   `json:"version,omitempty"`
+	ModuleSHA256 string   `json:"module_sha256"`
+	Touches      []string `json:"touches,omitempty"`
 	// Targets are what the call would touch, resolved now (always a list).
 	Targets []catalog.Target `json:"targets"`
 	// Reason says why the user is asked beyond the skill's policy, if so.

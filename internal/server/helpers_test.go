@@ -134,7 +134,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 		Token: testToken,
 		Store: st,
 		NewGate: func(a approval.Asker) server.Gate {
-			return approval.New(live, approval.Options{Asker: a, Timeout: timeout, Record: audit.Recorder(st, nil)})
+			return approval.New(live, approval.Options{Asker: a, Settings: approval.Fixed(approval.Settings{Timeout: timeout}), Record: audit.Recorder(st, nil)})
 		},
 	}
 	if o.server != nil {

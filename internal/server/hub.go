@@ -140,24 +140,32 @@ func (s *Server) conversation(ctx context.Context, id string) (store.Conversatio
 // newConversation creates and stores a conversation.
 func (s *Server) newConversation(ctx context.Context, title string) (string, error) {
 	id := newID("c_")
-	now := time.Now().UTC()
-	if err := s.opts.Store.CreateConversation(ctx, store.Conversation{ID: id, Title: clip(title, 200), CreatedAt: now, UpdatedAt: now}); err != nil {
-		return "", fmt.Errorf("creating a conversation: %w", err)
+	if err := s.storeConversation(ctx, id, title); err != nil {
+		return "", err
 	}
-	s.log.Info("conversation created", "conversation", id)
 	return id, nil
 }
 
-// startCall announces a call that the caller has checked with a tool_call
-// frame and runs it in the background: the gate may ask, the skill runs, the
-// tool_result goes to every subscriber.
-func (s *Server) startCall(call catalog.Call, done func()) error {
-	call.ID = newID("call_")
+// storeConversation stores a new conversation with an id made by newID.
+func (s *Server) storeConversation(ctx context.Context, id, title string) error {
+	now := time.Now().UTC()
+	if err := s.opts.Store.CreateConversation(ctx, store.Conversation{ID: id, Title: clip(title, 200), CreatedAt: now, UpdatedAt: now}); err != nil {
+		return fmt.Errorf("creating a conversation: %w", err)
+	}
+	s.log.Info("conversation created", "conversation", id)
+	return nil
+}
+
+// startCall announces a call that the gate has prepared (x) with a
+// tool_call frame and runs it in the background: the gate may ask, the
+// skill runs, the tool_result goes to every subscriber.
+func (s *Server) startCall(call catalog.Call, x Prepared, done func()) error {
 	callCtx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		cancel()
+		x.Release()
 		done()
 		return errs.New(errs.ErrUnavailable, "the server is shutting down")
 	}
@@ -186,7 +194,7 @@ func (s *Server) startCall(call catalog.Call, done func()) error {
 		release := s.starts.acquire(callCtx)
 		defer release()
 		ctx, answered := withAnswered(withStarted(store.Finishing(callCtx), release))
-		s.runCall(ctx, call, answered)
+		s.runCall(ctx, call, x, answered)
 	}()
 	return nil
 }
@@ -194,14 +202,13 @@ func (s *Server) startCall(call catalog.Call, done func()) error {
 // runCall invokes through the gate and reports the result. answered is
 // when the user's answer to its question arrived, if it was asked (ask sets
 // it): the invocation's log line gives the time from then to its result.
-func (s *Server) runCall(ctx context.Context, call catalog.Call, answered *time.Time) {
+func (s *Server) runCall(ctx context.Context, call catalog.Call, x Prepared, answered *time.Time) {
 	start := time.Now()
 	// The gate's audit rows and the tool message below are queued back to
 	// back and usually share one commit; the result goes out once both are
 	// durable.
 	ctx, stored := store.Deferred(ctx)
-	call.ArgumentsHash = catalog.ArgumentsHash(call.Arguments) // once: the gate's and the log line's
-	res, err := s.gate.Invoke(ctx, call)
+	res, err := x.Run(ctx)
 	f := toolResultFrame{Type: "tool_result", ConversationID: call.Conversation, CallID: call.ID, Skill: call.Skill}
 	msg := store.Message{Conversation: call.Conversation, Role: "tool", CallID: call.ID, Skill: call.Skill, Arguments: call.Arguments}
 	if err != nil {
@@ -295,12 +302,13 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 	q.frame = encode(approvalRequestFrame{
 		Type: "approval_request", ID: q.id, ConversationID: req.Conversation, CallID: req.CallID, SkillName: req.Skill,
 		Arguments: args, PermissionLevel: string(req.Permission), ExpiresAt: expires, ArgumentsHash: q.hash, Touches: req.Touches,
-		Targets: targetsOrEmpty(req.Targets), Reason: req.Reason,
+		Targets: targetsOrEmpty(req.Targets), Reason: req.Reason, Version: req.Version, ModuleSHA256: req.ModuleSHA256,
 	})
 	// Asking starts work: the request is an ordinary write (store.Finishing).
 	err := s.opts.Store.InsertApproval(store.Ordinary(ctx), store.Approval{
 		ID: q.id, Conversation: req.Conversation, CallID: req.CallID, Skill: req.Skill, Permission: string(req.Permission),
 		Arguments: args, ArgumentsHash: q.hash, Status: "pending", RequestedAt: now, ExpiresAt: expires,
+		ModuleSHA256: req.ModuleSHA256,
 	})
 	if err != nil {
 		return false, fmt.Errorf("storing the approval request: %w", err)

@@ -43,8 +43,17 @@ import (
 // Gate is what the server needs of the approval gate: the gated catalog, and
 // a way to forget a conversation's "once" approvals when it ends.
 type Gate interface {
-	catalog.Catalog
+	catalog.Skills
 	EndConversation(id string)
+	// Prepare prepares a call without asking or running it (the invoke
+	// frame's check; what runs is what was checked).
+	Prepare(ctx context.Context, c catalog.Call) (*approval.Gated, error)
+}
+
+// Prepared is a call the gate prepared (*approval.Gated).
+type Prepared interface {
+	Run(ctx context.Context) (*catalog.Result, error)
+	Release()
 }
 
 // Store is what the server keeps in the database.

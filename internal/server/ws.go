@@ -268,8 +268,11 @@ func (cl *client) invoke(f *inFrame) {
 		cl.sendError(errs.KindTooLarge, "too many calls in flight on this connection", deref(f.ConversationID))
 		return
 	}
-	call := catalog.Call{Skill: *f.Skill, Arguments: json.RawMessage(f.Arguments)}
-	if f.ConversationID != nil {
+	call := catalog.Call{ID: newID("call_"), Skill: *f.Skill, Arguments: json.RawMessage(f.Arguments)}
+	fresh := f.ConversationID == nil
+	if fresh {
+		call.Conversation = newID("c_") // stored once the call can be attempted
+	} else {
 		call.Conversation = *f.ConversationID
 		if _, err := s.conversation(cl.ctx, call.Conversation); err != nil {
 			cl.sendError(errs.KindOf(err), err.Error(), call.Conversation)
@@ -278,20 +281,25 @@ func (cl *client) invoke(f *inFrame) {
 	}
 	// A call that cannot be attempted (unknown skill, arguments that fail
 	// its schema) is an error for the sender only: no conversation is
-	// created for it and no tool_call announced. The gate checks again when
-	// it runs the call; this check only decides what the sender is told.
-	if _, err := s.gate.Check(cl.ctx, call); err != nil {
-		cl.sendError(errs.KindOf(err), err.Error(), call.Conversation)
+	// created for it and no tool_call announced. The gate prepares the call
+	// once: what runs is what was checked here.
+	call.ArgumentsHash = catalog.ArgumentsHash(call.Arguments) // once: the gate's and the log line's
+	x, err := s.gate.Prepare(cl.ctx, call)
+	if err != nil {
+		conv := call.Conversation
+		if fresh {
+			conv = ""
+		}
+		cl.sendError(errs.KindOf(err), err.Error(), conv)
 		return
 	}
-	if call.Conversation == "" {
-		id, err := s.newConversation(cl.ctx, call.Skill)
-		if err != nil {
+	if fresh {
+		if err := s.storeConversation(cl.ctx, call.Conversation, call.Skill); err != nil {
+			x.Release()
 			cl.sendError(errs.KindOf(err), err.Error(), "")
 			return
 		}
-		call.Conversation = id
-		cl.send(encode(conversationFrame{Type: "conversation", ConversationID: id}))
+		cl.send(encode(conversationFrame{Type: "conversation", ConversationID: call.Conversation}))
 	}
 	// The sender watches the conversation it invokes in.
 	if open, isNew := s.subscribeNew(cl, call.Conversation); isNew {
@@ -300,7 +308,7 @@ func (cl *client) invoke(f *inFrame) {
 		}
 	}
 	cl.calls.Add(1)
-	err := s.startCall(call, func() { cl.calls.Add(-1) })
+	err = s.startCall(call, x, func() { cl.calls.Add(-1) })
 	if err != nil {
 		cl.sendError(errs.KindOf(err), err.Error(), call.Conversation)
 	}

@@ -132,6 +132,8 @@ type Approval struct {
 	RequestedAt   time.Time
 	ExpiresAt     time.Time
 	DecidedAt     time.Time
+	// ModuleSHA256 is the sha256 of the module the user was asked about.
+	ModuleSHA256 string
 }
 
 // AuditEntry is one row of the audit log: a skill invocation whatever its
@@ -463,7 +465,7 @@ func (s *Store) InsertApproval(ctx context.Context, a Approval) error {
 		}
 		res, err := tx.ExecContext(ctx, sqlInsertApproval,
 			a.ID, a.Conversation, a.CallID, a.Skill, a.Permission, nullJSON(a.Arguments), a.ArgumentsHash,
-			a.Status, a.DecidedBy, unixNanos(a.RequestedAt), nullTime(a.ExpiresAt), nullTime(a.DecidedAt))
+			a.Status, a.DecidedBy, unixNanos(a.RequestedAt), nullTime(a.ExpiresAt), nullTime(a.DecidedAt), a.ModuleSHA256)
 		if err != nil {
 			return dbErr(ctx, op, err)
 		}
@@ -527,7 +529,7 @@ func (s *Store) DecideApproval(ctx context.Context, id, status, decidedBy string
 }
 
 const approvalColumns = `id, conversation, call_id, skill, permission, arguments, arguments_hash,
-	status, decided_by, requested_at, expires_at, decided_at`
+	status, decided_by, requested_at, expires_at, decided_at, module_sha256`
 
 func scanApproval(r scanner) (Approval, error) {
 	var a Approval
@@ -535,7 +537,7 @@ func scanApproval(r scanner) (Approval, error) {
 	var requested int64
 	var expires, decided sql.NullInt64
 	err := r.Scan(&a.ID, &a.Conversation, &a.CallID, &a.Skill, &a.Permission, &args, &a.ArgumentsHash,
-		&a.Status, &a.DecidedBy, &requested, &expires, &decided)
+		&a.Status, &a.DecidedBy, &requested, &expires, &decided, &a.ModuleSHA256)
 	if err != nil {
 		return Approval{}, err
 	}

@@ -34,6 +34,7 @@ var migrations = []migration{
 	{name: "installed skills, kv, memories", sql: schemaV1},
 	{name: "conversations, messages, approvals, audit", sql: schemaV2},
 	{name: "audit hash chain, kinds, paths and hosts touched", sql: schemaV3},
+	{name: "conversation state; the module an approval was asked about", sql: schemaV4},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -264,6 +265,24 @@ DROP TRIGGER audit_append_only;
 CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit WHEN old.hash <> '' BEGIN
 	SELECT RAISE(ABORT, 'audit rows are append-only');
 END;
+`
+
+// schemaV4: what the approval gate and the SKILL.md sessions must remember of
+// a conversation across restarts (conversation_state: its private reads, its
+// "once" approvals, the SKILL.md skills binding it; state.go), keyed by a
+// scope that is a conversation id or a shared scope ("mcp") and so not a
+// foreign key; and the sha256 of the module each approval was asked about.
+const schemaV4 = `
+CREATE TABLE conversation_state (
+	scope      TEXT NOT NULL,
+	kind       TEXT NOT NULL,
+	key        TEXT NOT NULL,
+	value      TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (scope, kind, key)
+) STRICT, WITHOUT ROWID;
+
+ALTER TABLE approvals ADD COLUMN module_sha256 TEXT NOT NULL DEFAULT '';
 `
 
 // migrate checks that the database is buddy's and not from a newer buddy, turns

@@ -29,8 +29,8 @@ const (
 				fuel, duration_us, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertApproval = `INSERT INTO approvals (id, conversation, call_id, skill, permission,
-				arguments, arguments_hash, status, decided_by, requested_at, expires_at, decided_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+				arguments, arguments_hash, status, decided_by, requested_at, expires_at, decided_at, module_sha256)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	sqlApprovalState = `SELECT conversation, status, decided_by, expires_at, decided_at
 			FROM approvals WHERE id = ?`
 	sqlDecideApproval = `UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?
