@@ -354,7 +354,7 @@ func (s *Skill) Validate() error {
 		if strings.TrimSpace(s.Template) == "" {
 			return invalid("type", "a template skill needs a template: a ```template block in the body or template: in the frontmatter")
 		}
-		if _, err := parseTemplate(s.Name, s.Template); err != nil {
+		if _, err := parseTemplate(s.Name, s.Template, nil); err != nil {
 			return invalid("template", "%v", err)
 		}
 	case TypeComposite:
