@@ -20,8 +20,9 @@ const (
 	TemplateTimeout = 2 * time.Second
 	// MaxTemplateParams caps a call's parameters, measured as JSON.
 	MaxTemplateParams = 256 << 10
-	// MaxTemplateWork caps the work a render may do beyond its loops'
-	// iterations, in bytes: sorting the keys of the maps it ranges over.
+	// MaxTemplateWork caps the bytes a render's functions may make, escape,
+	// compare or sort (printf, print, html, eq, a range over a map, …),
+	// charged before each call from what its arguments can produce.
 	MaxTemplateWork = 16 << 20
 
 	maxRangeDepth = 2
@@ -221,8 +222,8 @@ func (w *capWriter) Write(p []byte) (int, error) {
 // values, as encoding/json decodes them), capped at MaxTemplateParams in,
 // MaxTemplateOutput out, MaxTemplateWork done by its functions and
 // TemplateTimeout. A render that must stop (its deadline passed, ctx
-// canceled, a cap reached) stops at its next range iteration or write, and
-// returns then, its slot free.
+// canceled, a cap reached) stops at its next range iteration, function call
+// or write, and returns then, its slot free.
 func RenderTemplate(ctx context.Context, s *Skill, params map[string]any) (string, error) {
 	if err := checkParams(params); err != nil {
 		return "", fmt.Errorf("template skill %s: %w", s.Name, err)
@@ -252,7 +253,7 @@ func RenderTemplate(ctx context.Context, s *Skill, params map[string]any) (strin
 	case errors.Is(err, errOutputCap):
 		return "", errs.New(errs.ErrTooLarge, fmt.Sprintf("template skill %s: output over %d bytes", s.Name, MaxTemplateOutput))
 	case errors.Is(err, errWork):
-		return "", errs.New(errs.ErrTooLarge, fmt.Sprintf("template skill %s: it would sort over %d bytes of map keys", s.Name, templateWork))
+		return "", errs.New(errs.ErrTooLarge, fmt.Sprintf("template skill %s: its functions would make, escape, compare or sort over %d bytes", s.Name, templateWork))
 	case errors.Is(err, context.DeadlineExceeded):
 		return "", errs.New(errs.ErrTimeout, fmt.Sprintf("template skill %s: rendering took over %s", s.Name, templateTimeout))
 	case errors.Is(err, context.Canceled):

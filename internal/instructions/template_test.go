@@ -128,6 +128,7 @@ func checkFreed(t *testing.T, goroutines int) {
 func TestTemplateRenderStops(t *testing.T) {
 	shortLimits(t, 250*time.Millisecond, MaxTemplateWork)
 	p := hostileParams(t)
+	wide := "{{$s := printf \"" + strings.Repeat("%1000000d", 20) + "\" 1}}"
 	tests := []struct{ name, text string }{
 		{"nested ranges writing nothing", `{{range .a}}{{range $.a}}{{end}}{{end}}`},
 		{"nested ranges assigning", `{{$x := 0}}{{range .a}}{{range $.a}}{{$x = .}}{{end}}{{end}}`},
@@ -136,9 +137,30 @@ func TestTemplateRenderStops(t *testing.T) {
 		{"break never taken", `{{range .a}}{{range $.a}}{{if false}}{{break}}{{end}}{{end}}{{end}}`},
 		{"break out of the inner range", `{{range .a}}{{range $.a}}{{break}}{{end}}{{range $.a}}{{end}}{{end}}`},
 		{"else branches", `{{range .a}}{{range $.none}}{{else}}{{$e := 1}}{{end}}{{range $.a}}{{end}}{{end}}`},
+		{"cheap built-ins", `{{range .a}}{{range $.a}}{{$l := len $.a}}{{$i := index $.a 0}}{{$s := slice $.a 1}}{{$n := not .}}{{$o := or . 1}}{{$c := and $.m $.big}}{{end}}{{end}}`},
 		{"if and with over huge values", `{{range .a}}{{range $.a}}{{with $.m}}{{end}}{{if $.big}}{{end}}{{with $.a}}{{end}}{{end}}{{end}}`},
 		{"map in map", `{{range $k, $v := .m}}{{range $k2, $v2 := $.m}}{{end}}{{end}}`},
 		{"map sorted on every iteration", `{{range .a}}{{range $k, $v := $.m}}{{break}}{{end}}{{end}}`},
+		{"deep data", `{{range .a}}{{range $.a}}{{$s := print $.deep}}{{end}}{{end}}`},
+		{"deep data through dot", `{{range .a}}{{with $.deep}}{{range .}}{{$x := print .}}{{end}}{{end}}{{end}}`},
+		{"printf width", `{{range .a}}{{$s := printf "%1000000d" 1}}{{end}}`},
+		{"printf widths in one call", wide},
+		{"printf width from an argument", `{{range .a}}{{$s := printf "%*d" 1000000 1}}{{end}}`},
+		{"printf precision", `{{range .a}}{{$s := printf "%.1000000f" 1e308}}{{end}}`},
+		{"printf width on every element", `{{range .a}}{{$s := printf "%1000v" $.a}}{{end}}`},
+		{"printf hex of a big string", `{{range .a}}{{$s := printf "% x" $.big}}{{end}}`},
+		{"printf reusing an argument", `{{range .a}}{{$s := printf "%[1]s%[1]s%[1]s%[1]s%[1]s%[1]s" $.big}}{{end}}`},
+		{"print", `{{range .a}}{{$s := print $.m $.big}}{{end}}`},
+		{"println", `{{range .a}}{{$s := println $.a}}{{end}}`},
+		{"html", `{{range .a}}{{$s := html $.big}}{{end}}`},
+		{"js", `{{range .a}}{{$s := js $.m}}{{end}}`},
+		{"urlquery", `{{range .a}}{{$s := urlquery $.big $.big}}{{end}}`},
+		{"doubling a string", `{{$s := "xx"}}{{range .a}}{{$s = printf "%s%s" $s $s}}{{end}}`},
+		{"eq on big strings", `{{range .a}}{{range $.a}}{{if eq $.big $.big2 $.big2 $.big2}}{{end}}{{end}}{{end}}`},
+		{"ne on big strings", `{{range .a}}{{range $.a}}{{if ne $.big $.big2}}{{end}}{{end}}{{end}}`},
+		{"lt on big strings", `{{range .a}}{{range $.a}}{{if lt $.big $.big2}}{{end}}{{end}}{{end}}`},
+		{"ge in a pipeline", `{{range .a}}{{range $.a}}{{$.big | ge $.big2}}{{end}}{{end}}`},
+		{"printing a big value", `{{range .a}}{{$.m}}{{end}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,13 +195,28 @@ func TestTemplateCanceled(t *testing.T) {
 }
 
 // TestTemplateWorkBudget: the work budget stops a render that stays within
-// its deadline.
+// its deadline, before the allocation it would make.
 func TestTemplateWorkBudget(t *testing.T) {
 	shortLimits(t, time.Hour, 1<<20)
-	p := map[string]any{"m": map[string]any{"a": 1.0, "b": 2.0}, "a": make([]any, 10_000)}
-	_, err := renderOrHang(t, t.Context(), &Skill{Name: "work", Template: `{{range .a}}{{range $.m}}{{end}}{{end}}`}, p)
-	if !errors.Is(err, errs.ErrTooLarge) || !strings.Contains(err.Error(), "sort over") {
-		t.Fatalf("render = %v, want the work budget", err)
+	tests := []struct {
+		name, text string
+		params     map[string]any
+	}{
+		{"printf width", `{{$s := printf "%2000000s" "x"}}`, nil},
+		{"printf precision", `{{$s := printf "%.2000000f" 1.0}}`, nil},
+		{"print of a big string", `{{$s := print .s .s .s .s .s .s}}`, map[string]any{"s": strings.Repeat("x", 200<<10)}},
+		{"html grows", `{{$s := html .s}}`, map[string]any{"s": strings.Repeat("\"", 200<<10)}},
+		{"doubling", `{{$s := "x"}}{{range .a}}{{$s = print $s $s}}{{end}}`, map[string]any{"a": make([]any, 64)}},
+		{"eq", `{{range .a}}{{if eq $.s $.s}}{{end}}{{end}}`, map[string]any{"s": strings.Repeat("x", 100<<10), "a": make([]any, 11)}},
+		{"sorting a map", `{{range .a}}{{range $.m}}{{end}}{{end}}`, map[string]any{"m": map[string]any{"a": 1.0, "b": 2.0}, "a": make([]any, 10_000)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := renderOrHang(t, t.Context(), &Skill{Name: "work", Template: tt.text}, tt.params)
+			if !errors.Is(err, errs.ErrTooLarge) || !strings.Contains(err.Error(), "would make, escape, compare or sort") {
+				t.Fatalf("render = %v, want the work budget", err)
+			}
+		})
 	}
 }
 
@@ -227,7 +264,8 @@ func TestTemplateOwnFunctions(t *testing.T) {
 }
 
 // TestTemplateMatchesTextTemplate: a render writes what text/template with its
-// built-ins writes, and fails where it fails, with the same message.
+// built-ins writes, and fails where it fails, with the same message; the
+// comparisons, reimplemented to charge their work, most of all.
 func TestTemplateMatchesTextTemplate(t *testing.T) {
 	p := decode(t, map[string]any{
 		"f": 1.0, "g": 2.5, "neg": -1.0, "s": "a", "t": "b", "e": "", "yes": true, "no": false, "null": nil,
