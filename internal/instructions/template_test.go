@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -317,4 +318,34 @@ func TestTemplateMatchesTextTemplate(t *testing.T) {
 			t.Errorf("%s: %q, %v; want the error %v", text, got, err, wantErr)
 		}
 	}
+}
+
+// FuzzPrintfSize: what printf is charged bounds what fmt.Sprintf makes.
+func FuzzPrintfSize(f *testing.F) {
+	f.Add("%v|%5.2f|%-4s|%q|%x|% X|%#v|%+q|%08.3e|%[2]v %[1]v|%*d|%.*f|%d|%!|%z", int64(3), 1e308, "é\x01\"<", true)
+	f.Add("%[3]*.[2]*[1]f", int64(-7), -0.5, "", false)
+	f.Add("%9.9v %#U %c %b %o %T %p %", int64(-1<<63), 1e-300, "\u2028", true)
+	f.Fuzz(func(t *testing.T, format string, n int64, x float64, s string, b bool) {
+		if len(format) > 64 {
+			return
+		}
+		n %= 2000 // a width or precision fmt allows, and a test can format
+		args := []any{int(n), x, s, b, []any{x, s, nil, map[string]any{s: []any{b, n}}}, nil, uint8(n), complex(x, x)}
+		for _, a := range [][]any{args, args[:1], args[2:4], nil} {
+			if got, bound := len(fmt.Sprintf(format, a...)), printfSize(format, a, math.MaxInt); got > bound {
+				t.Fatalf("Sprintf(%q, %#v) is %d bytes; charged %d", format, a, got, bound)
+			}
+			if got, bound := len(fmt.Sprint(a...)), sprintSize(a, math.MaxInt); got > bound {
+				t.Fatalf("Sprint(%#v) is %d bytes; charged %d", a, got, bound)
+			}
+			for _, esc := range []struct {
+				f    func(...any) string
+				grow int
+			}{{template.HTMLEscaper, 5}, {template.JSEscaper, 6}, {template.URLQueryEscaper, 3}} {
+				if got, bound := len(esc.f(a...)), sprintSize(a, math.MaxInt)*esc.grow; got > bound {
+					t.Fatalf("escaping %#v is %d bytes; charged %d", a, got, bound)
+				}
+			}
+		}
+	})
 }
