@@ -41,14 +41,19 @@ func TestStoreSaveGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(raw), "---\nname: my-skill\n") || !strings.Contains(string(raw), "```template\nHello {{.name}}\n```") {
+	// A template with no final newline is kept exactly, in the frontmatter (a
+	// fenced block would add one); one that ends in a newline is fenced.
+	if !strings.HasPrefix(string(raw), "---\nname: my-skill\n") || !strings.Contains(string(raw), "\ntemplate: Hello {{.name}}\n") {
 		t.Fatalf("SKILL.md =\n%s", raw)
+	}
+	if out, err := Render(&Skill{Name: "x", Type: TypeTemplate, Template: "Hello {{.name}}\n"}); err != nil || !strings.Contains(string(out), "```template\nHello {{.name}}\n```") {
+		t.Fatalf("SKILL.md =\n%s", out)
 	}
 	got, err := st.Get("my-skill")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Source != s.Source || !slices.Equal(got.AllowedTools, s.AllowedTools) || got.Template != "Hello {{.name}}\n" || got.Status != StatusActive {
+	if got.Source != s.Source || !slices.Equal(got.AllowedTools, s.AllowedTools) || got.Template != s.Template || got.Status != StatusActive {
 		t.Errorf("round trip = %+v", got)
 	}
 	if err := st.Delete("my-skill"); err != nil {

@@ -23,8 +23,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -155,7 +157,7 @@ func Parse(path string, data []byte) (*Skill, error) {
 		return nil, fail(0, "larger than %d bytes", MaxFileBytes)
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	text := strings.ReplaceAll(string(data), "\r\n", "\n")
+	text := lfLines(string(data))
 	lines := strings.SplitAfter(text, "\n")
 	if len(lines) == 0 || strings.TrimRight(lines[0], " \t\n") != "---" {
 		return nil, fail(1, "no frontmatter: a SKILL.md starts with a line \"---\", then YAML, then a closing \"---\"")
@@ -202,7 +204,6 @@ func Parse(path string, data []byte) (*Skill, error) {
 		Type: strings.TrimSpace(fm.Type), Status: strings.TrimSpace(fm.Status),
 		Parameters: fm.Parameters, Source: fm.Source, AllowedTools: fm.AllowedTools,
 		License: fm.License, Metadata: fm.Metadata,
-		Template: fm.TemplateText, Steps: fm.Steps, Script: fm.ScriptText,
 	}
 	if s.Name == "" {
 		s.Name = filepath.Base(filepath.Dir(path)) // Agent Skills: the folder's name
@@ -231,15 +232,23 @@ func Parse(path string, data []byte) (*Skill, error) {
 		}
 		s.Permissions = p
 	}
+	// A skill's definition is the one its type reads: the frontmatter's, else
+	// the body's.
 	switch s.Type {
 	case TypeInstruction:
 		s.Content = strings.TrimLeft(body, "\n")
 	case TypeTemplate:
-		if s.Template == "" {
+		if s.Template = fm.TemplateText; s.Template == "" {
 			s.Template, _ = fenced(body, "template")
 		}
 	case TypeComposite:
-		if s.Steps == nil {
+		if fm.Steps != nil {
+			steps, err := jsonSteps(fm.Steps)
+			if err != nil {
+				return nil, fail(at("steps"), "%v", err)
+			}
+			s.Steps = steps
+		} else {
 			if js, line := fenced(body, "json"); js != "" {
 				var def struct {
 					Steps []Step `json:"steps"`
@@ -253,7 +262,7 @@ func Parse(path string, data []byte) (*Skill, error) {
 			}
 		}
 	case TypeScript:
-		if s.Script == "" {
+		if s.Script = fm.ScriptText; s.Script == "" {
 			if s.Script, _ = fenced(body, "sh"); s.Script == "" {
 				s.Script, _ = fenced(body, "bash")
 			}
@@ -268,6 +277,42 @@ func Parse(path string, data []byte) (*Skill, error) {
 		return nil, fail(line, "%v", err)
 	}
 	return s, nil
+}
+
+// jsonSteps returns steps read from YAML with their parameters as the
+// ```json block gives them (numbers as json.Number): a plan is JSON, so a
+// parameter JSON cannot hold (NaN, a map with keys that are not strings) is
+// refused here rather than when the plan is made.
+func jsonSteps(steps []Step) ([]Step, error) {
+	out := make([]Step, len(steps))
+	for i, st := range steps {
+		out[i].Tool = st.Tool
+		if st.Params == nil {
+			continue
+		}
+		b, err := json.Marshal(st.Params)
+		if err != nil {
+			return nil, fmt.Errorf("the params of step %d are not JSON: %v", i+1, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if err := dec.Decode(&out[i].Params); err != nil {
+			return nil, fmt.Errorf("the params of step %d are not JSON: %v", i+1, err)
+		}
+	}
+	return out, nil
+}
+
+// crlf is a line end with any carriage returns before it.
+var crlf = regexp.MustCompile(`\r+\n`)
+
+// lfLines turns CRLF line ends into LF, with any carriage returns before
+// them (a file converted twice), so that the text it returns has none left.
+func lfLines(s string) string {
+	if !strings.Contains(s, "\r\n") {
+		return s
+	}
+	return crlf.ReplaceAllLiteralString(s, "\n")
 }
 
 // yamlError turns a YAML error into a FileError whose line counts from the
@@ -354,7 +399,7 @@ func (s *Skill) Validate() error {
 		if strings.TrimSpace(s.Template) == "" {
 			return invalid("type", "a template skill needs a template: a ```template block in the body or template: in the frontmatter")
 		}
-		if _, err := parseTemplate(s.Name, s.Template); err != nil {
+		if _, err := parseTemplate(s.Name, s.Template, nil); err != nil {
 			return invalid("template", "%v", err)
 		}
 	case TypeComposite:
@@ -410,29 +455,182 @@ func dangerous(script string) string {
 	return ""
 }
 
-// rendered mirrors the frontmatter Render writes.
+// rendered mirrors the frontmatter Render writes. Its strings and maps are
+// written so that yaml.v3 reads them back the same (yamlString, yamlNode).
 type rendered struct {
-	Name         string         `yaml:"name"`
-	Description  string         `yaml:"description,omitempty"`
-	Type         string         `yaml:"type"`
-	Status       string         `yaml:"status"`
-	Parameters   map[string]any `yaml:"parameters,omitempty"`
-	Source       string         `yaml:"source,omitempty"`
-	AllowedTools []string       `yaml:"allowed_tools,omitempty"`
-	License      string         `yaml:"license,omitempty"`
-	Metadata     map[string]any `yaml:"metadata,omitempty"`
-	Permissions  *Permissions   `yaml:"permissions,omitempty"`
+	Name         string               `yaml:"name"`
+	Description  yamlString           `yaml:"description,omitempty"`
+	Type         string               `yaml:"type"`
+	Status       yamlString           `yaml:"status"`
+	Parameters   *yaml.Node           `yaml:"parameters,omitempty"`
+	Source       yamlString           `yaml:"source,omitempty"`
+	AllowedTools []yamlString         `yaml:"allowed_tools,omitempty"`
+	License      yamlString           `yaml:"license,omitempty"`
+	Metadata     *yaml.Node           `yaml:"metadata,omitempty"`
+	Permissions  *renderedPermissions `yaml:"permissions,omitempty"`
+	Template     yamlString           `yaml:"template,omitempty"`
+	Script       yamlString           `yaml:"script,omitempty"`
+}
+
+// renderedPermissions mirrors Permissions.
+type renderedPermissions struct {
+	FS struct {
+		Read  []yamlString `yaml:"read,omitempty"`
+		Write []yamlString `yaml:"write,omitempty"`
+	} `yaml:"fs,omitempty"`
+	Network struct {
+		Allow []yamlString `yaml:"allow,omitempty"`
+	} `yaml:"network,omitempty"`
+	Env      []yamlString `yaml:"env,omitempty"`
+	Exec     []yamlString `yaml:"exec,omitempty"`
+	Services *yaml.Node   `yaml:"services,omitempty"`
+}
+
+// yamlString is a string yaml.v3 writes so that it reads back the same:
+// double-quoted if it holds a tab or a line break (yaml.v3 writes those as
+// literal blocks, which drop a leading newline, or which a leading tab makes
+// unreadable).
+type yamlString string
+
+// MarshalYAML implements yaml.Marshaler.
+func (s yamlString) MarshalYAML() (any, error) {
+	if breaks(string(s)) {
+		return quoted(string(s)), nil
+	}
+	return string(s), nil
+}
+
+// breaks reports whether s holds a tab or what YAML reads as a line break.
+func breaks(s string) bool { return strings.ContainsAny(s, "\t\n\r\u0085\u2028\u2029") }
+
+func quoted(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: s}
+}
+
+func yamlStrings(list []string) []yamlString {
+	var out []yamlString
+	for _, s := range list {
+		out = append(out, yamlString(s))
+	}
+	return out
+}
+
+// yamlMap is m as a node (nil if m is empty), for Render.
+func yamlMap(m map[string]any) (*yaml.Node, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return yamlNode(m)
+}
+
+// yamlNode is v, as decoded from YAML, as a node yaml.v3 writes so that it
+// reads back the same: strings (map keys too) as yamlString does, floats so
+// that they read back as floats (yaml.v3 writes 1.0 as 1, an int), map keys
+// sorted.
+func yamlNode(v any) (*yaml.Node, error) {
+	switch v := v.(type) {
+	case string:
+		if breaks(v) {
+			return quoted(v), nil
+		}
+	case float64:
+		s := strconv.FormatFloat(v, 'g', -1, 64)
+		switch {
+		case math.IsInf(v, 1):
+			s = ".inf"
+		case math.IsInf(v, -1):
+			s = "-.inf"
+		case math.IsNaN(v):
+			s = ".nan"
+		case !strings.ContainsAny(s, ".e"):
+			s += ".0"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: s}, nil
+	case []any:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		for _, e := range v {
+			en, err := yamlNode(e)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, en)
+		}
+		return n, nil
+	case map[string]any:
+		m := make(map[any]any, len(v))
+		for k, e := range v {
+			m[k] = e
+		}
+		return yamlNode(m)
+	case map[any]any:
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		for k, e := range v {
+			kn, err := yamlNode(k)
+			if err != nil {
+				return nil, err
+			}
+			en, err := yamlNode(e)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, kn, en)
+		}
+		pairs := make([][2]*yaml.Node, 0, len(n.Content)/2)
+		for i := 0; i < len(n.Content); i += 2 {
+			pairs = append(pairs, [2]*yaml.Node{n.Content[i], n.Content[i+1]})
+		}
+		slices.SortFunc(pairs, func(a, b [2]*yaml.Node) int {
+			if c := strings.Compare(a[0].Tag, b[0].Tag); c != 0 {
+				return c
+			}
+			return strings.Compare(a[0].Value, b[0].Value)
+		})
+		n.Content = n.Content[:0]
+		for _, p := range pairs {
+			n.Content = append(n.Content, p[0], p[1])
+		}
+		return n, nil
+	}
+	var n yaml.Node // a string without breaks, an int, a bool, null, a time
+	if err := n.Encode(v); err != nil {
+		return nil, err
+	}
+	return &n, nil
 }
 
 // Render writes s as a SKILL.md: frontmatter, then the definition in the
 // body (an instruction's content as plain Markdown, the others in fenced
-// blocks).
+// blocks). A template or script that a fenced block cannot hold as it is
+// (one with no final newline, a line that would close the block, a carriage
+// return) goes in the frontmatter instead. Parse reads back the same skill
+// (FuzzParseSkillMD).
 func Render(s *Skill) ([]byte, error) {
-	fm, err := yaml.Marshal(rendered{
-		Name: s.Name, Description: s.Description, Type: s.Type, Status: s.Status,
-		Parameters: s.Parameters, Source: s.Source, AllowedTools: s.AllowedTools,
-		License: s.License, Metadata: s.Metadata, Permissions: s.Permissions,
-	})
+	r := rendered{
+		Name: s.Name, Description: yamlString(s.Description), Type: s.Type, Status: yamlString(s.Status),
+		Source: yamlString(s.Source), AllowedTools: yamlStrings(s.AllowedTools), License: yamlString(s.License),
+	}
+	var err error
+	if r.Parameters, err = yamlMap(s.Parameters); err != nil {
+		return nil, fmt.Errorf("rendering the parameters of %s: %w", s.Name, err)
+	}
+	if r.Metadata, err = yamlMap(s.Metadata); err != nil {
+		return nil, fmt.Errorf("rendering the metadata of %s: %w", s.Name, err)
+	}
+	if p := s.Permissions; p != nil {
+		r.Permissions = &renderedPermissions{Env: yamlStrings(p.Env), Exec: yamlStrings(p.Exec)}
+		r.Permissions.FS.Read, r.Permissions.FS.Write = yamlStrings(p.FS.Read), yamlStrings(p.FS.Write)
+		r.Permissions.Network.Allow = yamlStrings(p.Network.Allow)
+		if r.Permissions.Services, err = yamlMap(p.Services); err != nil {
+			return nil, fmt.Errorf("rendering the permissions of %s: %w", s.Name, err)
+		}
+	}
+	if s.Type == TypeTemplate && !fenceable(s.Template) {
+		r.Template = yamlString(s.Template)
+	}
+	if s.Type == TypeScript && !fenceable(s.Script) {
+		r.Script = yamlString(s.Script)
+	}
+	fm, err := yaml.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the frontmatter of %s: %w", s.Name, err)
 	}
@@ -442,7 +640,9 @@ func Render(s *Skill) ([]byte, error) {
 	b.WriteString("---\n")
 	switch s.Type {
 	case TypeTemplate:
-		fmt.Fprintf(&b, "\n```template\n%s\n```\n", strings.TrimRight(s.Template, "\n"))
+		if r.Template == "" {
+			fmt.Fprintf(&b, "\n```template\n%s```\n", s.Template)
+		}
 	case TypeComposite:
 		js, err := json.MarshalIndent(map[string]any{"steps": s.Steps}, "", "  ")
 		if err != nil {
@@ -450,11 +650,26 @@ func Render(s *Skill) ([]byte, error) {
 		}
 		fmt.Fprintf(&b, "\n```json\n%s\n```\n", js)
 	case TypeScript:
-		fmt.Fprintf(&b, "\n```sh\n%s\n```\n", strings.TrimRight(s.Script, "\n"))
+		if r.Script == "" {
+			fmt.Fprintf(&b, "\n```sh\n%s```\n", s.Script)
+		}
 	default:
 		b.WriteString(s.Content)
 	}
 	return b.Bytes(), nil
+}
+
+// fenceable reports whether fenced reads text back from a fenced block of it.
+func fenceable(text string) bool {
+	if !strings.HasSuffix(text, "\n") || strings.Contains(text, "\r") {
+		return false
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) == "```" {
+			return false
+		}
+	}
+	return true
 }
 
 // BuildInstructionSkill makes an instruction skill (seed 004's builder).
