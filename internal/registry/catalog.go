@@ -219,9 +219,13 @@ func (p *prepared) Release() {
 	}
 }
 
+// validations counts checkArguments (tests: one validation per call).
+var validations atomic.Int64
+
 // checkArguments validates a call's input: a JSON object fitting the schema
 // ("" means {}), or any bytes for a raw call of a skill with no schema.
 func checkArguments(name string, m *runtime.Manifest, c catalog.Call) error {
+	validations.Add(1)
 	if c.Raw {
 		if m.InputSchema != nil {
 			return errs.New(errs.ErrInvalidInput, fmt.Sprintf("skill %s declares an input schema: pass a JSON object, not raw input", name))
