@@ -8,7 +8,7 @@
 #   make bench     benchmarks with real counts (results: docs/BENCHMARKS.md)
 #   make load      buddy serve under LOAD_SESSIONS WebSocket sessions on loopback (docs/BENCHMARKS.md)
 #   make e2e-llm   the agent loop against a real llama-server, both APIs (README; outside make test)
-#   make fuzz      every fuzz target for FUZZTIME each
+#   make fuzz      every fuzz target for FUZZTIME each, FUZZJOBS at a time (docs/BENCHMARKS.md, "Fuzzing")
 #   make check     gofmt, go mod tidy, generated files; then git diff --exit-code
 #   make lint      gofmt, and go vet for Linux, Windows and macOS
 #   make tools     install the pinned toolchains the tests need (and chromium for the page tests)
@@ -17,6 +17,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/buddy
 FUZZTIME ?= 60s
+FUZZJOBS ?= 1
 BENCHTIME ?= 2s
 BENCHCOUNT ?= 6
 LOAD_SESSIONS ?= 1000
@@ -104,14 +105,7 @@ bench: tools
 	@echo "compare runs with: go run golang.org/x/perf/cmd/benchstat@v0.0.0-20251208221838-04cf7a2dca90 bench.out"
 
 fuzz:
-	@set -e; for mod in . $(GUEST_MODULES); do \
-		for pkg in $$(cd $$mod && $(GO) list ./...); do \
-			for target in $$(cd $$mod && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-				echo "== $$pkg $$target"; \
-				(cd $$mod && $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg); \
-			done; \
-		done; \
-	done
+	FUZZTIME=$(FUZZTIME) FUZZJOBS=$(FUZZJOBS) scripts/fuzz.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v /testdata/)); \
