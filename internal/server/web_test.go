@@ -313,8 +313,8 @@ func (b *tab) pwnedCheck() {
 	if res.Imgs != 0 || res.Frames != 0 {
 		b.t.Errorf("hostile content became elements: %d img/svg/iframe/object/embed, %d frames", res.Imgs, res.Frames)
 	}
-	if len(res.Scripts) != 1 || !strings.HasSuffix(res.Scripts[0], "/app.js") {
-		b.t.Errorf("scripts on the page: %v, want only app.js", res.Scripts)
+	if len(res.Scripts) != 2 || !strings.HasSuffix(res.Scripts[0], "/markdown.js") || !strings.HasSuffix(res.Scripts[1], "/app.js") {
+		b.t.Errorf("scripts on the page: %v, want only markdown.js and app.js", res.Scripts)
 	}
 	if len(res.Bad) != 0 {
 		b.t.Errorf("links that are not http(s): %v", res.Bad)
@@ -665,7 +665,7 @@ func TestWebHeaders(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOpts{})
 	total := 0
-	for _, path := range []string{"/", "/app.js", "/app.css", "/favicon.svg", "/favicon-alert.svg"} {
+	for _, path := range []string{"/", "/app.js", "/markdown.js", "/app.css", "/favicon.svg", "/favicon-alert.svg"} {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+path, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -678,7 +678,7 @@ func TestWebHeaders(t *testing.T) {
 			h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("GET %s: %d, headers %v", path, resp.StatusCode, h)
 		}
-		if path == "/app.js" || path == "/app.css" {
+		if path == "/app.js" || path == "/markdown.js" || path == "/app.css" {
 			total += len(body)
 		}
 		if path == "/" {
@@ -689,8 +689,8 @@ func TestWebHeaders(t *testing.T) {
 				}
 			}
 		}
-		if path == "/app.js" && (strings.Contains(string(body), "innerHTML") || strings.Contains(string(body), "eval(")) {
-			t.Error("app.js uses innerHTML or eval")
+		if strings.HasSuffix(path, ".js") && (strings.Contains(string(body), "innerHTML") || strings.Contains(string(body), "eval(")) {
+			t.Errorf("%s uses innerHTML or eval", path)
 		}
 	}
 	const want = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -698,10 +698,10 @@ func TestWebHeaders(t *testing.T) {
 		t.Errorf("CSP %q", server.PageCSP)
 	}
 	if total > 150<<10 {
-		t.Errorf("app.js + app.css weigh %d bytes, over the 150 KB budget", total)
+		t.Errorf("app.js + markdown.js + app.css weigh %d bytes, over the 150 KB budget", total)
 	}
 	if os.Getenv("BUDDY_WEB_BENCH") != "" {
-		t.Logf("BENCH page weight: app.js + app.css = %d bytes", total)
+		t.Logf("BENCH page weight: app.js + markdown.js + app.css = %d bytes", total)
 	}
 	// The files need no token (they hold no data) but the API still does.
 	if status, _ := s.request(t, http.MethodGet, "/api/skills", nil, http.Header{}); status != http.StatusUnauthorized {
