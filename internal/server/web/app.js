@@ -4,7 +4,8 @@
 // Everything a model, a skill or a file says is untrusted: it reaches the
 // DOM only as text nodes (textContent) or through markdown.js, which builds
 // elements itself and never parses HTML (nothing in either file assigns
-// markup); links are http(s) only; there are no images.
+// markup); links are http(s) only; there are no images. Whatever loops over
+// such text does so in time linear in its length.
 (function () {
   'use strict';
 
@@ -38,12 +39,19 @@
     try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); }
   }
 
+  // countLines counts the lines of s (one more than its newlines).
+  function countLines(s) {
+    let n = 1;
+    for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+    return n;
+  }
+
   // folded shows text in a <pre>; beyond limit characters it shows the
   // start and a disclosure that renders the whole text when opened.
   function folded(text, limit) {
     const wrap = el('div', 'folded');
     text = visible(text);
-    const lines = text.split('\n').length;
+    const lines = countLines(text);
     if (text.length <= limit && lines <= 40) {
       wrap.append(el('pre', null, text));
       return wrap;
@@ -70,8 +78,10 @@
     const CHUNK = 32768;
     for (let i = 0; i < text.length;) {
       let j = Math.min(text.length, i + CHUNK);
-      const nl = text.indexOf('\n', j);
-      if (j < text.length && nl !== -1 && nl - j < 4096) j = nl + 1;
+      // End the piece at a newline within 4 KB, if there is one (looking
+      // no further: a text without newlines costs no rescans).
+      const nl = j < text.length ? text.slice(j, j + 4096).indexOf('\n') : -1;
+      if (nl !== -1) j += nl + 1;
       box.append(el('pre', 'chunk', text.slice(i, j)));
       i = j;
     }
@@ -418,6 +428,8 @@
     $('conv-empty').hidden = state.convs.length > 0;
     const cur = state.convs.find((x) => x.id === state.current);
     if (cur) $('chat-title').textContent = visible(cur.title || 'Untitled');
+    const waitingIn = new Set();
+    for (const a of state.approvals.values()) waitingIn.add(a.conversation_id);
     for (const c of state.convs) {
       const li = el('li');
       if (c.id === state.current) li.className = 'current';
@@ -427,8 +439,7 @@
       open.title = title;
       if (c.id === state.current) open.setAttribute('aria-current', 'page');
       open.addEventListener('click', () => openConversation(c.id));
-      const waiting = [...state.approvals.values()].some((a) => a.conversation_id === c.id);
-      if (waiting) open.prepend(el('span', 'badge', '● '));
+      if (waitingIn.has(c.id)) open.prepend(el('span', 'badge', '● '));
       const del = el('button', 'delete', '✕');
       del.type = 'button';
       del.setAttribute('aria-label', 'Delete conversation ' + title);
@@ -851,7 +862,7 @@
         dl.append(el('dt', null, visible(k)));
         const dd = el('dd');
         const text = pretty(v);
-        if (typeof v === 'string') dd.append(el('div', 'folded-note', fmtBytes(new TextEncoder().encode(v).length) + ', ' + (v.split('\n').length - (v.endsWith('\n') ? 1 : 0)) + ' line(s)'));
+        if (typeof v === 'string') dd.append(el('div', 'folded-note', fmtBytes(new TextEncoder().encode(v).length) + ', ' + (countLines(v) - (v.endsWith('\n') ? 1 : 0)) + ' line(s)'));
         dd.append(folded(text, 600));
         dl.append(dd);
       }
