@@ -99,7 +99,7 @@
     approvals: new Map(), // approval id → approval_request frame
     shown: null, // approval id in the dialog
     answered: new Set(), // approval ids answered from this tab
-    stream: null, // {li, body, md, text, pending, scheduled}
+    stream: null, // {li, body, md, text, pending, scheduled, rest}
     noProvider: false,
     ws: null,
     wsUp: false,
@@ -609,25 +609,35 @@
   // then handed to a markdown.js Stream together, which lays out only what
   // is new (finished blocks keep their elements; the unfinished last line is
   // laid out again). A message costs its length, not its length per delta.
+  // The browser still lays out a growing paragraph or code block whole, so
+  // after each update the page rests twice as long as the update took
+  // (layout included) before the next: at most a third of the time goes to
+  // showing the stream, whatever its shape.
   function onDelta(text) {
     if (!state.stream) {
       const { li, body } = assistantItem('', true);
-      state.stream = { li, body, md: new md.Stream(body), text: '', pending: [], scheduled: false };
+      state.stream = { li, body, md: new md.Stream(body), text: '', pending: [], scheduled: false, rest: 0 };
       append(li);
     }
     const s = state.stream;
     s.text += text;
     s.pending.push(text);
-    if (!s.scheduled) {
-      s.scheduled = true;
-      requestAnimationFrame(() => {
-        s.scheduled = false;
-        if (state.stream !== s) return; // finished, or another conversation opened
-        const stick = atBottom();
-        flushStream(s);
-        if (stick) $('messages').scrollTop = $('messages').scrollHeight;
-      });
-    }
+    if (s.scheduled) return;
+    s.scheduled = true;
+    const frame = () => requestAnimationFrame(() => {
+      s.scheduled = false;
+      if (state.stream !== s) return; // finished, or another conversation opened
+      const t0 = performance.now();
+      const stick = atBottom();
+      flushStream(s);
+      if (stick) $('messages').scrollTop = $('messages').scrollHeight;
+      else void s.body.offsetHeight; // lay out now, to count it
+      const t1 = performance.now();
+      s.rest = t1 + 2 * (t1 - t0);
+    });
+    const wait = s.rest - performance.now();
+    if (wait > 1) setTimeout(frame, wait);
+    else frame();
   }
 
   function flushStream(s) {
