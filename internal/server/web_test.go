@@ -209,23 +209,25 @@ const hostileMarkdown = "<img src=x onerror=\"window.__pwned='img'\"> **bold**\n
 	"`<b>code</b>` <svg onload=\"window.__pwned='svg'\"></svg> <iframe src=\"javascript:window.__pwned='frame'\"></iframe>"
 
 // scriptedProvider answers by the last user message: "write PATH" and
-// "read PATH" call a skill; "xss" streams hostile Markdown; "xsscall" calls
-// write_file with hostile arguments; "slow" streams until canceled; anything
-// else is greeted. After a tool result it says what happened, quoting the
-// result (hostile content included).
+// "read PATH" call a skill; "xss" streams hostile Markdown; "adversarial",
+// "mixed" and "code" stream the 192 KB messages of web_markdown_test.go in
+// 768-byte deltas; "xsscall" calls write_file with hostile arguments; "slow" streams
+// until canceled; anything else is greeted. After a tool result it says what
+// happened, quoting the result (hostile content included).
 func scriptedProvider() agent.Provider {
 	return agent.ProviderFunc(func(ctx context.Context, req agent.Request, onText func(string)) (*agent.Response, error) {
-		stream := func(text string) (*agent.Response, error) {
-			for i := 0; i < len(text); i += 12 {
+		streamBy := func(text string, piece int, pause time.Duration) (*agent.Response, error) {
+			for i := 0; i < len(text); i += piece {
 				select {
 				case <-ctx.Done():
 					return nil, ctx.Err()
-				case <-time.After(5 * time.Millisecond):
+				case <-time.After(pause):
 				}
-				onText(text[i:min(i+12, len(text))])
+				onText(text[i:min(i+piece, len(text))])
 			}
 			return &agent.Response{Text: text, StopReason: "stop"}, nil
 		}
+		stream := func(text string) (*agent.Response, error) { return streamBy(text, 12, 5*time.Millisecond) }
 		call := func(skill string, args map[string]string) (*agent.Response, error) {
 			b, _ := json.Marshal(args)
 			return &agent.Response{ToolCalls: []agent.ToolCall{{ID: "x", Name: skill, Arguments: string(b)}}, StopReason: "tool_calls"}, nil
@@ -246,6 +248,12 @@ func scriptedProvider() agent.Provider {
 			return call("read_file", map[string]string{"path": arg})
 		case "xss":
 			return stream(hostileMarkdown)
+		case "adversarial":
+			return streamBy(adversarialMarkdown(), 768, 2*time.Millisecond)
+		case "mixed":
+			return streamBy(mixedMarkdown(), 768, 2*time.Millisecond)
+		case "code":
+			return streamBy(codeMarkdown(), 768, 2*time.Millisecond)
 		case "xsscall":
 			return call("write_file", map[string]string{
 				"path":    "<img src=x onerror=\"window.__pwned='arg'\">.txt",

@@ -21,9 +21,10 @@
   const INLINE_DEPTH = 6;
   const QUOTE_DEPTH = 8;
 
-  // work counts the renderer's steps (characters and lines looked at): the
-  // page tests read it to check that the work grows linearly with the input.
-  let work = 0;
+  // stats.work counts the renderer's steps (characters and lines looked
+  // at): the page tests read it to check that the work grows linearly with
+  // the input.
+  const stats = { work: 0 };
 
   const el = (tag, cls, text) => {
     const e = document.createElement(tag);
@@ -66,7 +67,7 @@
       let q = from;
       const n = s.length;
       while (q < n && !test(s, q)) q++;
-      work += q - from + 1;
+      stats.work += q - from + 1;
       lastFrom = from;
       lastAt = q < n ? q : -1;
       return lastAt;
@@ -106,7 +107,7 @@
   function skipSpace(s, i) {
     const from = i;
     while (i < s.length && isSpace(s.charCodeAt(i))) i++;
-    work += i - from;
+    stats.work += i - from;
     return i;
   }
 
@@ -123,7 +124,7 @@
       while (s.charCodeAt(j) === 96) j++;
       starts.push(i);
       lens.push(j - i);
-      work += j - i;
+      stats.work += j - i;
       i = j;
     }
     const spans = new Map();
@@ -132,7 +133,7 @@
       const len = lens[r];
       let k = len;
       while (k > 0 && !nearest.has(k)) k--;
-      work += len - k + 1;
+      stats.work += len - k + 1;
       spans.set(starts[r], k ? { at: starts[r] + len - k, k, close: nearest.get(k) } : null);
       nearest.set(len, starts[r]);
     }
@@ -176,7 +177,7 @@
       if (to > last) parent.append(txt(s.slice(last, to)));
     };
     while (p < n) {
-      work++;
+      stats.work++;
       const c = s.charCodeAt(p);
       if (c === 96) { // `
         if (spans === null) spans = codeSpans(s);
@@ -235,7 +236,7 @@
           if (d === 91 || d === 93 || d === 10) break;
           i++;
         }
-        work += i - open;
+        stats.work += i - open;
         const label = i - open - 1;
         let end = -1;
         let u = -1;
@@ -279,7 +280,7 @@
         let e = r === -1 ? n : r;
         const runEnd = e;
         while (e > from && isTrailing(s.charCodeAt(e - 1))) e--;
-        work += runEnd - e;
+        stats.work += runEnd - e;
         if (e === from) {
           p++;
           continue;
@@ -307,7 +308,7 @@
       if (s.charCodeAt(w) === 34) {
         let q = w + 1;
         while (q < s.length && s.charCodeAt(q) !== 34 && s.charCodeAt(q) !== 10) q++;
-        work += q - w;
+        stats.work += q - w;
         if (s.charCodeAt(q) === 34) {
           const k = skipSpace(s, q + 1);
           if (s.charCodeAt(k) === 41) return k + 1;
@@ -356,7 +357,7 @@
   // null when it shows nothing). Appends to elements that already existed
   // are recorded in log when it is an array.
   Blocks.prototype.add = function (line, log) {
-    work += line.length + 1;
+    stats.work += line.length + 1;
     const o = this.open;
     if (o) {
       switch (o.kind) {
@@ -502,7 +503,7 @@
     if (!piece) return;
     this.text += piece;
     this.size += piece.length;
-    work += piece.length;
+    stats.work += piece.length;
     if (this.plain) {
       this.plain.append(txt(piece));
       return;
@@ -575,6 +576,6 @@
     Stream,
     safeURL,
     MAX,
-    work: () => work,
+    work: () => stats.work,
   };
 })(typeof window !== 'undefined' ? window : globalThis);
