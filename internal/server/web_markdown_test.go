@@ -328,7 +328,8 @@ var markdownFamilies = `{
 // characters in the page, whole and streamed in 100-character pieces, and
 // checks that the renderer's steps and the DOM nodes it makes grow about
 // 4×, not 16×; render times are compared as a ratio only, generously.
-// It also opens a conversation of N and of 4N messages.
+// It also opens a conversation of N and of 4N messages, and times opening
+// the red team's 192 KB answer (logged, not checked).
 func TestWebMarkdownLinear(t *testing.T) {
 	browser := newBrowser(t)
 	s := newStack(t, stackOpts{})
@@ -395,40 +396,61 @@ func TestWebMarkdownLinear(t *testing.T) {
 		}
 	}
 
-	// Opening a conversation: N messages, then 4N.
+	// Opening a conversation: N messages, then 4N; then the red team's 192 KB
+	// answer, three times.
 	ctx := t.Context()
 	now := time.Now().UTC()
-	open := func(id string, pairs int) (nodes, ms float64) {
+	keep := func(id, title string, msgs []store.Message) {
 		t.Helper()
-		if err := s.st.CreateConversation(ctx, store.Conversation{ID: id, Title: fmt.Sprintf("%d pairs", pairs), CreatedAt: now, UpdatedAt: now}); err != nil {
+		if err := s.st.CreateConversation(ctx, store.Conversation{ID: id, Title: title, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
-		for i := range pairs {
-			for _, m := range []store.Message{
-				{Conversation: id, Role: "user", Text: fmt.Sprintf("Question %d: *what* is in `notes/%d.txt`?", i, i)},
-				{Conversation: id, Role: "assistant", Text: strings.Replace(mixedBlock, "Heading", fmt.Sprintf("Answer %d", i), 1)},
-			} {
-				if _, err := s.st.AppendMessage(ctx, m); err != nil {
-					t.Fatal(err)
-				}
+		for _, m := range msgs {
+			m.Conversation = id
+			if _, err := s.st.AppendMessage(ctx, m); err != nil {
+				t.Fatal(err)
 			}
 		}
-		b.run(chromedp.Reload())
-		b.wait(`document.body.dataset.ready === "1"`)
-		b.eval(installCounters, nil)
+	}
+	// open opens the conversation titled title from the list and returns
+	// the nodes made and the page's own figure for rendering it.
+	open := func(title string) (nodes, ms float64) {
+		t.Helper()
 		var r struct{ Nodes, MS float64 }
 		b.eval(fmt.Sprintf(`(async () => { const k = window.__count.nodes; delete document.body.dataset.renderMs;
 			[...document.querySelectorAll("#conv-list button.open")].find(b => b.title === %q).click();
 			while (document.body.dataset.renderMs === undefined) await new Promise(r => setTimeout(r, 10));
-			return {nodes: window.__count.nodes - k, ms: Number(document.body.dataset.renderMs)}; })()`, fmt.Sprintf("%d pairs", pairs)), &r)
+			return {nodes: window.__count.nodes - k, ms: Number(document.body.dataset.renderMs)}; })()`, title), &r)
 		return r.Nodes, r.MS
 	}
-	nodesA, msA := open("c_00000000000000c1", 100)
-	nodesB, msB := open("c_00000000000000c2", 400)
+	pairs := func(n int) []store.Message {
+		var msgs []store.Message
+		for i := range n {
+			msgs = append(msgs,
+				store.Message{Role: "user", Text: fmt.Sprintf("Question %d: *what* is in `notes/%d.txt`?", i, i)},
+				store.Message{Role: "assistant", Text: strings.Replace(mixedBlock, "Heading", fmt.Sprintf("Answer %d", i), 1)})
+		}
+		return msgs
+	}
+	keep("c_00000000000000c1", "200 messages", pairs(100))
+	keep("c_00000000000000c2", "800 messages", pairs(400))
+	// The red team's message: 192 KB of "**a ".
+	keep("c_00000000000000c3", "192 KB of **a", []store.Message{{Role: "assistant", Text: strings.Repeat("**a ", 192<<10/4)}})
+	b.run(chromedp.Reload())
+	b.wait(`document.body.dataset.ready === "1"`)
+	b.eval(installCounters, nil)
+	nodesA, msA := open("200 messages")
+	nodesB, msB := open("800 messages")
 	t.Logf("BENCH opening 200 messages: %.0f nodes, rendered in %.0f ms; 800 messages: %.0f nodes, %.0f ms", nodesA, msA, nodesB, msB)
 	if nodesB > 5*nodesA || msB > 8*max(msA, 20) {
 		t.Errorf("opening 4× the messages made %.1f× the nodes and took %.0f ms against %.0f ms", nodesB/nodesA, msB, msA)
 	}
+	var runs []string
+	for range 3 {
+		_, ms := open("192 KB of **a")
+		runs = append(runs, fmt.Sprintf("%.0f", ms))
+	}
+	t.Logf("BENCH opening one 192 KB answer of \"**a \": rendered in %s ms", strings.Join(runs, " / "))
 }
 
 // TestWebMarkdownReference renders short random texts with markdown.js and
