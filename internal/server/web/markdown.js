@@ -2,10 +2,11 @@
 // the page shows a model's answer in. It builds elements itself and never
 // parses HTML; links are absolute http(s) only; there are no images.
 //
-// Every part is linear in its input, adversarial inputs included: no regular
-// expression here can backtrack beyond a bounded or anchored prefix, and
-// every search for a closing marker resumes where the previous one stopped,
-// so a line of 100,000 unclosed `*` costs what a line of words costs.
+// Every part is linear in its input, adversarial inputs included: each
+// regular expression here either finds line ends or is anchored at the start
+// of a line and cannot trade characters between its parts, and every search
+// for a closing marker resumes where the previous one stopped, so a line of
+// 100,000 unclosed `*` costs what a line of words costs.
 //
 //	BuddyMarkdown.render(text)      // a DocumentFragment
 //	const s = new BuddyMarkdown.Stream(body)
