@@ -209,7 +209,7 @@ func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /healthz", s.healthz)
-	s.webRoutes(m) // the page: GET /, /app.js, /app.css, the icons (web.go)
+	s.webRoutes(m) // the page: GET /, /app.js, /markdown.js, /app.css, the icons (web.go)
 	m.HandleFunc("POST /api/session", s.api(s.createSession))
 	m.HandleFunc("GET /api/ws", s.api(s.serveWS))
 	m.HandleFunc("GET /api/skills", s.api(s.listSkills))

@@ -6,11 +6,11 @@ import (
 	"path"
 )
 
-// The page at / (index.html, app.js, app.css and two icons): plain files,
-// embedded, no build step. docs/PROTOCOL.md is its only contract with the
+// The page at / (index.html, app.js, markdown.js, app.css and two icons):
+// plain files, embedded, no build step. docs/PROTOCOL.md is its only contract with the
 // server.
 //
-//go:embed web/index.html web/app.js web/app.css web/favicon.svg web/favicon-alert.svg
+//go:embed web/index.html web/app.js web/markdown.js web/app.css web/favicon.svg web/favicon-alert.svg
 var webFS embed.FS
 
 // PageCSP is the Content-Security-Policy of the page and its files: scripts,
@@ -24,6 +24,7 @@ const PageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connec
 var webTypes = map[string]string{
 	"index.html":        "text/html; charset=utf-8",
 	"app.js":            "text/javascript; charset=utf-8",
+	"markdown.js":       "text/javascript; charset=utf-8",
 	"app.css":           "text/css; charset=utf-8",
 	"favicon.svg":       "image/svg+xml",
 	"favicon-alert.svg": "image/svg+xml",

@@ -209,23 +209,25 @@ const hostileMarkdown = "<img src=x onerror=\"window.__pwned='img'\"> **bold**\n
 	"`<b>code</b>` <svg onload=\"window.__pwned='svg'\"></svg> <iframe src=\"javascript:window.__pwned='frame'\"></iframe>"
 
 // scriptedProvider answers by the last user message: "write PATH" and
-// "read PATH" call a skill; "xss" streams hostile Markdown; "xsscall" calls
-// write_file with hostile arguments; "slow" streams until canceled; anything
-// else is greeted. After a tool result it says what happened, quoting the
-// result (hostile content included).
+// "read PATH" call a skill; "xss" streams hostile Markdown; "adversarial",
+// "mixed" and "code" stream the 192 KB messages of web_markdown_test.go in
+// 768-byte deltas; "xsscall" calls write_file with hostile arguments; "slow" streams
+// until canceled; anything else is greeted. After a tool result it says what
+// happened, quoting the result (hostile content included).
 func scriptedProvider() agent.Provider {
 	return agent.ProviderFunc(func(ctx context.Context, req agent.Request, onText func(string)) (*agent.Response, error) {
-		stream := func(text string) (*agent.Response, error) {
-			for i := 0; i < len(text); i += 12 {
+		streamBy := func(text string, piece int, pause time.Duration) (*agent.Response, error) {
+			for i := 0; i < len(text); i += piece {
 				select {
 				case <-ctx.Done():
 					return nil, ctx.Err()
-				case <-time.After(5 * time.Millisecond):
+				case <-time.After(pause):
 				}
-				onText(text[i:min(i+12, len(text))])
+				onText(text[i:min(i+piece, len(text))])
 			}
 			return &agent.Response{Text: text, StopReason: "stop"}, nil
 		}
+		stream := func(text string) (*agent.Response, error) { return streamBy(text, 12, 5*time.Millisecond) }
 		call := func(skill string, args map[string]string) (*agent.Response, error) {
 			b, _ := json.Marshal(args)
 			return &agent.Response{ToolCalls: []agent.ToolCall{{ID: "x", Name: skill, Arguments: string(b)}}, StopReason: "tool_calls"}, nil
@@ -246,6 +248,12 @@ func scriptedProvider() agent.Provider {
 			return call("read_file", map[string]string{"path": arg})
 		case "xss":
 			return stream(hostileMarkdown)
+		case "adversarial":
+			return streamBy(adversarialMarkdown(), 768, 2*time.Millisecond)
+		case "mixed":
+			return streamBy(mixedMarkdown(), 768, 2*time.Millisecond)
+		case "code":
+			return streamBy(codeMarkdown(), 768, 2*time.Millisecond)
 		case "xsscall":
 			return call("write_file", map[string]string{
 				"path":    "<img src=x onerror=\"window.__pwned='arg'\">.txt",
@@ -313,8 +321,8 @@ func (b *tab) pwnedCheck() {
 	if res.Imgs != 0 || res.Frames != 0 {
 		b.t.Errorf("hostile content became elements: %d img/svg/iframe/object/embed, %d frames", res.Imgs, res.Frames)
 	}
-	if len(res.Scripts) != 1 || !strings.HasSuffix(res.Scripts[0], "/app.js") {
-		b.t.Errorf("scripts on the page: %v, want only app.js", res.Scripts)
+	if len(res.Scripts) != 2 || !strings.HasSuffix(res.Scripts[0], "/markdown.js") || !strings.HasSuffix(res.Scripts[1], "/app.js") {
+		b.t.Errorf("scripts on the page: %v, want only markdown.js and app.js", res.Scripts)
 	}
 	if len(res.Bad) != 0 {
 		b.t.Errorf("links that are not http(s): %v", res.Bad)
@@ -665,7 +673,7 @@ func TestWebHeaders(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOpts{})
 	total := 0
-	for _, path := range []string{"/", "/app.js", "/app.css", "/favicon.svg", "/favicon-alert.svg"} {
+	for _, path := range []string{"/", "/app.js", "/markdown.js", "/app.css", "/favicon.svg", "/favicon-alert.svg"} {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+path, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -678,7 +686,7 @@ func TestWebHeaders(t *testing.T) {
 			h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("GET %s: %d, headers %v", path, resp.StatusCode, h)
 		}
-		if path == "/app.js" || path == "/app.css" {
+		if path == "/app.js" || path == "/markdown.js" || path == "/app.css" {
 			total += len(body)
 		}
 		if path == "/" {
@@ -689,8 +697,8 @@ func TestWebHeaders(t *testing.T) {
 				}
 			}
 		}
-		if path == "/app.js" && (strings.Contains(string(body), "innerHTML") || strings.Contains(string(body), "eval(")) {
-			t.Error("app.js uses innerHTML or eval")
+		if strings.HasSuffix(path, ".js") && (strings.Contains(string(body), "innerHTML") || strings.Contains(string(body), "eval(")) {
+			t.Errorf("%s uses innerHTML or eval", path)
 		}
 	}
 	const want = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -698,10 +706,10 @@ func TestWebHeaders(t *testing.T) {
 		t.Errorf("CSP %q", server.PageCSP)
 	}
 	if total > 150<<10 {
-		t.Errorf("app.js + app.css weigh %d bytes, over the 150 KB budget", total)
+		t.Errorf("app.js + markdown.js + app.css weigh %d bytes, over the 150 KB budget", total)
 	}
 	if os.Getenv("BUDDY_WEB_BENCH") != "" {
-		t.Logf("BENCH page weight: app.js + app.css = %d bytes", total)
+		t.Logf("BENCH page weight: app.js + markdown.js + app.css = %d bytes", total)
 	}
 	// The files need no token (they hold no data) but the API still does.
 	if status, _ := s.request(t, http.MethodGet, "/api/skills", nil, http.Header{}); status != http.StatusUnauthorized {

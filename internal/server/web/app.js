@@ -2,11 +2,14 @@
 // cards, skills and the approval dialog. No framework and no build step.
 //
 // Everything a model, a skill or a file says is untrusted: it reaches the
-// DOM only as text nodes (textContent) or through renderMarkdown, which
-// builds elements itself and never parses HTML (nothing in this file
-// assigns markup); links are http(s) only; there are no images.
+// DOM only as text nodes (textContent) or through markdown.js, which builds
+// elements itself and never parses HTML (nothing in either file assigns
+// markup); links are http(s) only; there are no images. Whatever loops over
+// such text does so in time linear in its length.
 (function () {
   'use strict';
+
+  const md = window.BuddyMarkdown; // markdown.js
 
   const $ = (id) => document.getElementById(id);
   const el = (tag, cls, text) => {
@@ -36,12 +39,19 @@
     try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); }
   }
 
+  // countLines counts the lines of s (one more than its newlines).
+  function countLines(s) {
+    let n = 1;
+    for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+    return n;
+  }
+
   // folded shows text in a <pre>; beyond limit characters it shows the
   // start and a disclosure that renders the whole text when opened.
   function folded(text, limit) {
     const wrap = el('div', 'folded');
     text = visible(text);
-    const lines = text.split('\n').length;
+    const lines = countLines(text);
     if (text.length <= limit && lines <= 40) {
       wrap.append(el('pre', null, text));
       return wrap;
@@ -68,171 +78,14 @@
     const CHUNK = 32768;
     for (let i = 0; i < text.length;) {
       let j = Math.min(text.length, i + CHUNK);
-      const nl = text.indexOf('\n', j);
-      if (j < text.length && nl !== -1 && nl - j < 4096) j = nl + 1;
+      // End the piece at a newline within 4 KB, if there is one (looking
+      // no further: a text without newlines costs no rescans).
+      const nl = j < text.length ? text.slice(j, j + 4096).indexOf('\n') : -1;
+      if (nl !== -1) j += nl + 1;
       box.append(el('pre', 'chunk', text.slice(i, j)));
       i = j;
     }
     return box;
-  }
-
-  // ------------------------------------------------------------ markdown
-
-  // safeURL accepts absolute http(s) URLs only: no javascript:, data:,
-  // relative or protocol-relative links.
-  function safeURL(u) {
-    if (!/^https?:\/\/[^\s]/i.test(u)) return null;
-    try {
-      const url = new URL(u);
-      return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : null;
-    } catch (e) {
-      return null;
-    }
-  }
-
-  function link(label, href, parent, depth) {
-    const a = el('a');
-    a.href = href;
-    a.rel = 'noopener noreferrer nofollow';
-    a.target = '_blank';
-    a.title = href;
-    if (label === null) a.textContent = href;
-    else inline(label, a, depth + 1);
-    parent.append(a);
-  }
-
-  // Inline: `code`, **bold**, __bold__, *italic*, _italic_, [text](url),
-  // bare http(s) URLs. Anything else, HTML included, stays text.
-  const INLINE = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__(?!\w)|\*(?=[^\s*])([\s\S]*?[^\s*])\*(?!\*)|(?<![\w])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\w])|(!?)\[([^\[\]\n]{1,1000})\]\(\s*<?([^\s<>]{1,4000}?)>?(?:\s+"[^"\n]*")?\s*\)|(https?:\/\/[^\s<>"'`]*[^\s<>"'`.,;:!?)\]])/g;
-
-  function inline(text, parent, depth) {
-    depth = depth || 0;
-    if (depth > 6) {
-      parent.append(document.createTextNode(text));
-      return;
-    }
-    const re = new RegExp(INLINE.source, 'g');
-    let last = 0;
-    let m;
-    while ((m = re.exec(text)) !== null) {
-      if (m.index > last) parent.append(document.createTextNode(text.slice(last, m.index)));
-      last = re.lastIndex;
-      if (m[1] !== undefined) {
-        parent.append(el('code', null, m[2]));
-      } else if (m[3] !== undefined || m[4] !== undefined) {
-        const s = el('strong');
-        inline(m[3] !== undefined ? m[3] : m[4], s, depth + 1);
-        parent.append(s);
-      } else if (m[5] !== undefined || m[6] !== undefined) {
-        const s = el('em');
-        inline(m[5] !== undefined ? m[5] : m[6], s, depth + 1);
-        parent.append(s);
-      } else if (m[8] !== undefined) {
-        const href = safeURL(m[9]);
-        if (m[7] === '!' || href === null) {
-          // An image (it would beacon out) or a link that is not http(s):
-          // shown as the text it is.
-          parent.append(document.createTextNode(m[0]));
-        } else {
-          link(m[8], href, parent, depth);
-        }
-      } else if (m[10] !== undefined) {
-        const href = safeURL(m[10]);
-        if (href === null) parent.append(document.createTextNode(m[10]));
-        else link(null, href, parent, depth);
-      }
-      if (re.lastIndex === m.index) re.lastIndex++;
-    }
-    if (last < text.length) parent.append(document.createTextNode(text.slice(last)));
-  }
-
-  const LIST_ITEM = /^\s{0,3}([-*+]|\d{1,9}[.)])\s+(.*)$/;
-  const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-  function isBlockStart(line) {
-    return FENCE.test(line) || LIST_ITEM.test(line) || /^#{1,6}\s/.test(line) || /^\s{0,3}>/.test(line);
-  }
-
-  // Beyond this size a message is shown as plain text: the renderer stays
-  // linear and a huge message cannot stall the page.
-  const MD_MAX = 200000;
-
-  // renderMarkdown returns a fragment: paragraphs, headings, fenced code,
-  // lists, quotes, and the inline subset above. No HTML is ever parsed.
-  function renderMarkdown(src, depth) {
-    depth = depth || 0;
-    const frag = document.createDocumentFragment();
-    src = String(src).replace(/\r\n?/g, '\n');
-    if (src.length > MD_MAX) {
-      frag.append(el('p', 'plain', src));
-      return frag;
-    }
-    const lines = src.split('\n');
-    let i = 0;
-    while (i < lines.length) {
-      const line = lines[i];
-      let m = FENCE.exec(line);
-      if (m) {
-        const fence = m[1];
-        const buf = [];
-        i++;
-        while (i < lines.length && !lines[i].trim().startsWith(fence)) buf.push(lines[i++]);
-        i++;
-        const pre = el('pre');
-        pre.append(el('code', null, buf.join('\n')));
-        frag.append(pre);
-        continue;
-      }
-      if (/^\s*$/.test(line)) { i++; continue; }
-      m = /^(#{1,6})\s+(.*)$/.exec(line);
-      if (m) {
-        const h = el('h' + Math.min(5, m[1].length + 2));
-        inline(m[2], h);
-        frag.append(h);
-        i++;
-        continue;
-      }
-      m = LIST_ITEM.exec(line);
-      if (m) {
-        const ordered = /\d/.test(m[1]);
-        const list = el(ordered ? 'ol' : 'ul');
-        if (ordered && parseInt(m[1], 10) !== 1) list.start = parseInt(m[1], 10);
-        while (i < lines.length) {
-          const mm = LIST_ITEM.exec(lines[i]);
-          if (mm && /\d/.test(mm[1]) === ordered) {
-            const li = el('li');
-            inline(mm[2], li);
-            list.append(li);
-            i++;
-          } else if (!mm && /^\s{2,}\S/.test(lines[i]) && list.lastChild) {
-            list.lastChild.append(document.createTextNode(' '));
-            inline(lines[i].trim(), list.lastChild);
-            i++;
-          } else {
-            break;
-          }
-        }
-        frag.append(list);
-        continue;
-      }
-      if (/^\s{0,3}>/.test(line) && depth < 8) {
-        const buf = [];
-        while (i < lines.length && /^\s{0,3}>/.test(lines[i])) buf.push(lines[i++].replace(/^\s{0,3}>\s?/, ''));
-        const bq = el('blockquote');
-        bq.append(renderMarkdown(buf.join('\n'), depth + 1));
-        frag.append(bq);
-        continue;
-      }
-      const p = el('p');
-      let first = true;
-      while (i < lines.length && !/^\s*$/.test(lines[i]) && (first || !isBlockStart(lines[i]))) {
-        if (!first) p.append(el('br'));
-        inline(lines[i], p);
-        first = false;
-        i++;
-      }
-      frag.append(p);
-    }
-    return frag;
   }
 
   // ---------------------------------------------------------------- state
@@ -246,7 +99,7 @@
     approvals: new Map(), // approval id → approval_request frame
     shown: null, // approval id in the dialog
     answered: new Set(), // approval ids answered from this tab
-    stream: null, // {li, body, text, scheduled}
+    stream: null, // {li, body, md, text, pending, scheduled, rest}
     noProvider: false,
     ws: null,
     wsUp: false,
@@ -575,6 +428,8 @@
     $('conv-empty').hidden = state.convs.length > 0;
     const cur = state.convs.find((x) => x.id === state.current);
     if (cur) $('chat-title').textContent = visible(cur.title || 'Untitled');
+    const waitingIn = new Set();
+    for (const a of state.approvals.values()) waitingIn.add(a.conversation_id);
     for (const c of state.convs) {
       const li = el('li');
       if (c.id === state.current) li.className = 'current';
@@ -584,8 +439,7 @@
       open.title = title;
       if (c.id === state.current) open.setAttribute('aria-current', 'page');
       open.addEventListener('click', () => openConversation(c.id));
-      const waiting = [...state.approvals.values()].some((a) => a.conversation_id === c.id);
-      if (waiting) open.prepend(el('span', 'badge', '● '));
+      if (waitingIn.has(c.id)) open.prepend(el('span', 'badge', '● '));
       const del = el('button', 'delete', '✕');
       del.type = 'button';
       del.setAttribute('aria-label', 'Delete conversation ' + title);
@@ -743,7 +597,7 @@
     const li = el('li', 'msg assistant' + (streaming ? ' streaming' : ''));
     const body = el('div', 'msg-body md');
     li.append(el('div', 'msg-role', 'buddy'), body);
-    body.append(renderMarkdown(text));
+    if (text) body.append(md.render(text));
     return { li, body };
   }
 
@@ -751,27 +605,51 @@
     append(el('li', 'msg note' + (isErr ? ' err' : ''), text));
   }
 
+  // A streamed answer: deltas are kept until the next animation frame,
+  // then handed to a markdown.js Stream together, which lays out only what
+  // is new (finished blocks keep their elements; the unfinished last line is
+  // laid out again). A message costs its length, not its length per delta.
+  // The browser still lays out a growing paragraph or code block whole, so
+  // after each update the page rests twice as long as the update took
+  // (layout included) before the next: at most a third of the time goes to
+  // showing the stream, whatever its shape.
   function onDelta(text) {
     if (!state.stream) {
       const { li, body } = assistantItem('', true);
-      state.stream = { li, body, text: '', scheduled: false };
+      state.stream = { li, body, md: new md.Stream(body), text: '', pending: [], scheduled: false, rest: 0 };
       append(li);
     }
     const s = state.stream;
     s.text += text;
-    if (!s.scheduled) {
-      s.scheduled = true;
-      requestAnimationFrame(() => {
-        s.scheduled = false;
-        const stick = atBottom();
-        s.body.replaceChildren(renderMarkdown(s.text));
-        if (stick) $('messages').scrollTop = $('messages').scrollHeight;
-      });
-    }
+    s.pending.push(text);
+    if (s.scheduled) return;
+    s.scheduled = true;
+    const frame = () => requestAnimationFrame(() => {
+      s.scheduled = false;
+      if (state.stream !== s) return; // finished, or another conversation opened
+      const t0 = performance.now();
+      const stick = atBottom();
+      flushStream(s);
+      if (stick) $('messages').scrollTop = $('messages').scrollHeight;
+      else void s.body.offsetHeight; // lay out now, to count it
+      const t1 = performance.now();
+      s.rest = t1 + 2 * (t1 - t0);
+    });
+    const wait = s.rest - performance.now();
+    if (wait > 1) setTimeout(frame, wait);
+    else frame();
+  }
+
+  function flushStream(s) {
+    if (!s.pending.length) return;
+    const text = s.pending.length === 1 ? s.pending[0] : s.pending.join('');
+    s.pending = [];
+    s.md.push(text);
   }
 
   // finishStream ends the streamed message with its final text (null:
-  // keep what was streamed).
+  // keep what was streamed). The same text as streamed keeps the elements
+  // laid out so far; another is laid out afresh.
   function finishStream(text) {
     const s = state.stream;
     if (!s) {
@@ -780,7 +658,12 @@
     }
     state.stream = null;
     s.li.classList.remove('streaming');
-    s.body.replaceChildren(renderMarkdown(text !== null ? text : s.text));
+    if (text === null || text === s.text) {
+      flushStream(s);
+      s.md.end();
+    } else {
+      s.body.replaceChildren(md.render(text));
+    }
   }
 
   // ---------------------------------------------------------------- cards
@@ -989,7 +872,7 @@
         dl.append(el('dt', null, visible(k)));
         const dd = el('dd');
         const text = pretty(v);
-        if (typeof v === 'string') dd.append(el('div', 'folded-note', fmtBytes(new TextEncoder().encode(v).length) + ', ' + (v.split('\n').length - (v.endsWith('\n') ? 1 : 0)) + ' line(s)'));
+        if (typeof v === 'string') dd.append(el('div', 'folded-note', fmtBytes(new TextEncoder().encode(v).length) + ', ' + (countLines(v) - (v.endsWith('\n') ? 1 : 0)) + ' line(s)'));
         dd.append(folded(text, 600));
         dl.append(dd);
       }
