@@ -39,6 +39,9 @@ const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
 	RoleTool      = "tool"
+	// RoleSummary is a compaction: Text stands for the messages with ids
+	// CoversFrom to CoversTo (which stay stored), Meta says how it was made.
+	RoleSummary = "summary"
 )
 
 // Approval statuses. An approval is created pending and decided once.
@@ -116,6 +119,10 @@ type Message struct {
 	Fuel        uint64
 	DurationUS  int64
 	CreatedAt   time.Time
+	// summary messages: the ids of the first and last message summarised,
+	// and what the compaction recorded (JSON the agent loop owns).
+	CoversFrom, CoversTo int64
+	Meta                 json.RawMessage
 }
 
 // Approval is one request for the user's approval of a skill call.
@@ -336,8 +343,15 @@ func (m *Message) validate() error {
 	}
 	switch m.Role {
 	case RoleUser, RoleAssistant, RoleTool:
+	case RoleSummary:
+		if m.CoversFrom <= 0 || m.CoversTo < m.CoversFrom {
+			return invalid("summary message: covers %d to %d", m.CoversFrom, m.CoversTo)
+		}
 	default:
-		return invalid("message: role %q is not user, assistant or tool", m.Role)
+		return invalid("message: role %q is not user, assistant, tool or summary", m.Role)
+	}
+	if err := validJSON("message meta", m.Meta); err != nil {
+		return err
 	}
 	if err := validJSON("message tool calls", m.ToolCalls); err != nil {
 		return err
@@ -373,7 +387,7 @@ func (s *Store) AppendMessage(ctx context.Context, m Message) (int64, error) {
 		id, err = insertID(ctx, tx, op, sqlInsertMessage,
 			m.Conversation, m.Role, m.Text, nullJSON(m.ToolCalls),
 			m.CallID, m.Skill, nullJSON(m.Arguments), m.OK, nullJSON(m.Result), m.ResultText, m.ErrorKind, m.ErrorDetail,
-			fuelToDB(m.Fuel), m.DurationUS, unixNanos(m.CreatedAt))
+			fuelToDB(m.Fuel), m.DurationUS, unixNanos(m.CreatedAt), m.CoversFrom, m.CoversTo, nullJSON(m.Meta))
 		return err
 	})
 	if err != nil || deferred {
@@ -382,16 +396,21 @@ func (s *Store) AppendMessage(ctx context.Context, m Message) (int64, error) {
 	return id, nil
 }
 
+// messageColumns are the columns scanMessage reads.
+const messageColumns = `id, conversation, role, text, tool_calls, call_id, skill, arguments, ok, result,
+	result_text, error_kind, error_detail, fuel, duration_us, created_at, covers_from, covers_to, meta`
+
 func scanMessage(r scanner) (Message, error) {
 	var m Message
-	var toolCalls, args, result sql.NullString
+	var toolCalls, args, result, meta sql.NullString
 	var fuel, created int64
 	err := r.Scan(&m.ID, &m.Conversation, &m.Role, &m.Text, &toolCalls, &m.CallID, &m.Skill, &args,
-		&m.OK, &result, &m.ResultText, &m.ErrorKind, &m.ErrorDetail, &fuel, &m.DurationUS, &created)
+		&m.OK, &result, &m.ResultText, &m.ErrorKind, &m.ErrorDetail, &fuel, &m.DurationUS, &created,
+		&m.CoversFrom, &m.CoversTo, &meta)
 	if err != nil {
 		return Message{}, err
 	}
-	m.ToolCalls, m.Arguments, m.Result = rawJSON(toolCalls), rawJSON(args), rawJSON(result)
+	m.ToolCalls, m.Arguments, m.Result, m.Meta = rawJSON(toolCalls), rawJSON(args), rawJSON(result), rawJSON(meta)
 	m.Fuel = fuelFromDB(fuel)
 	m.CreatedAt = fromUnixNanos(created)
 	return m, nil
@@ -400,10 +419,14 @@ func scanMessage(r scanner) (Message, error) {
 // Messages returns the messages of a conversation in the order they were
 // appended; none (and no error) for an unknown conversation.
 func (s *Store) Messages(ctx context.Context, conversation string) ([]Message, error) {
+	return s.MessagesAfter(ctx, conversation, 0)
+}
+
+// MessagesAfter returns the messages of a conversation whose ids are above
+// after, in order: what was appended since a caller last read it.
+func (s *Store) MessagesAfter(ctx context.Context, conversation string, after int64) ([]Message, error) {
 	return query(ctx, s.reader, fmt.Sprintf("reading the messages of conversation %q", conversation), scanMessage,
-		`SELECT id, conversation, role, text, tool_calls, call_id, skill, arguments, ok, result,
-			result_text, error_kind, error_detail, fuel, duration_us, created_at
-		FROM messages WHERE conversation = ? ORDER BY id`, conversation)
+		`SELECT `+messageColumns+` FROM messages WHERE conversation = ? AND id > ? ORDER BY id`, conversation, after)
 }
 
 func validDecision(status, decidedBy string) error {

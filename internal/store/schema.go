@@ -35,6 +35,7 @@ var migrations = []migration{
 	{name: "conversations, messages, approvals, audit", sql: schemaV2},
 	{name: "audit hash chain, kinds, paths and hosts touched", sql: schemaV3},
 	{name: "conversation state; the module an approval was asked about", sql: schemaV4},
+	{name: "summaries of compacted messages; token usage per model request", sql: schemaV5},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -283,6 +284,35 @@ CREATE TABLE conversation_state (
 ) STRICT, WITHOUT ROWID;
 
 ALTER TABLE approvals ADD COLUMN module_sha256 TEXT NOT NULL DEFAULT '';
+`
+
+// schemaV5: what keeps a conversation inside the model's window. A summary
+// message (role "summary") stands for the messages covers_from..covers_to,
+// which stay stored; meta is the compaction's record (JSON). usage is one
+// row per model request: the tokens the provider reported (or buddy
+// estimated, reported = 0), the window it was sent into, and its cost in
+// millionths of a dollar where prices are set.
+const schemaV5 = `
+ALTER TABLE messages ADD COLUMN covers_from INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN covers_to INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN meta TEXT;
+
+CREATE TABLE usage (
+	id                INTEGER PRIMARY KEY AUTOINCREMENT,
+	conversation      TEXT NOT NULL DEFAULT '',
+	time              INTEGER NOT NULL,
+	purpose           TEXT NOT NULL,
+	model             TEXT NOT NULL DEFAULT '',
+	prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+	completion_tokens INTEGER NOT NULL DEFAULT 0,
+	cached_tokens     INTEGER NOT NULL DEFAULT 0,
+	reported          INTEGER NOT NULL DEFAULT 0,
+	window_tokens     INTEGER NOT NULL DEFAULT 0,
+	cost_micro_usd    INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE INDEX usage_conversation ON usage (conversation, id);
+CREATE INDEX usage_time ON usage (time);
 `
 
 // migrate checks that the database is buddy's and not from a newer buddy, turns

@@ -26,8 +26,8 @@ const (
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	sqlInsertMessage = `INSERT INTO messages (conversation, role, text, tool_calls,
 				call_id, skill, arguments, ok, result, result_text, error_kind, error_detail,
-				fuel, duration_us, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+				fuel, duration_us, created_at, covers_from, covers_to, meta)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertApproval = `INSERT INTO approvals (id, conversation, call_id, skill, permission,
 				arguments, arguments_hash, status, decided_by, requested_at, expires_at, decided_at, module_sha256)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
