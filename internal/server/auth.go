@@ -103,15 +103,41 @@ func (s *Server) originAllowed(r *http.Request) bool {
 }
 
 // stateChanging reports whether r may change something: anything but GET,
-// HEAD and OPTIONS, and every WebSocket upgrade (its frames do).
+// HEAD and OPTIONS, and every request that asks to switch protocols (a
+// WebSocket's frames change things).
 func stateChanging(r *http.Request) bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return isUpgrade(r)
+		return asksUpgrade(r)
 	}
 	return true
 }
 
-func isUpgrade(r *http.Request) bool {
-	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+// asksUpgrade reports whether r asks, in any form, to switch protocols: an
+// Upgrade header with any value, a Connection header mentioning "upgrade",
+// or any Sec-WebSocket-* header. It is deliberately wider than gorilla's
+// IsWebSocketUpgrade (an "upgrade" token in some Connection header and a
+// "websocket" token in some Upgrade header, in any case and spacing): a
+// request gorilla would upgrade always counts (FuzzUpgradeClassification
+// checks it), so the Origin check cannot be skipped by spelling the
+// handshake differently. Comparing the whole Upgrade header to "websocket"
+// was such a gap: "Upgrade: h2c, websocket" upgraded unchecked.
+func asksUpgrade(r *http.Request) bool {
+	for k, vs := range r.Header {
+		switch {
+		case strings.EqualFold(k, "Upgrade"):
+			return true
+		case strings.EqualFold(k, "Connection"):
+			for _, v := range vs {
+				if strings.Contains(strings.ToLower(v), "upgrade") {
+					return true
+				}
+			}
+		case len(k) >= len(secWebSocket) && strings.EqualFold(k[:len(secWebSocket)], secWebSocket):
+			return true
+		}
+	}
+	return false
 }
+
+const secWebSocket = "Sec-WebSocket-"

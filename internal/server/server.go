@@ -183,11 +183,17 @@ func New(opts Options) (*Server, error) {
 		// (8 KiB less per connected session).
 		ReadBufferSize:  0,
 		WriteBufferSize: 0,
-		// Origin was checked before the upgrade, with the same rule as every
-		// state-changing request.
-		CheckOrigin: func(*http.Request) bool { return true },
+		// Origin was checked before the upgrade (api: every request that
+		// asks to upgrade, in any spelling), with the same rule as every
+		// state-changing request. Checked again here, where gorilla decides
+		// to upgrade, so that the decision and the check never part.
+		CheckOrigin: s.originAllowed,
 		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-			writeError(w, status, errs.KindInvalidInput, "websocket upgrade: "+reason.Error())
+			kind := errs.KindInvalidInput
+			if status == http.StatusForbidden {
+				kind = errs.KindForbidden
+			}
+			writeError(w, status, kind, "websocket upgrade: "+reason.Error())
 		},
 	}
 	s.routes()
