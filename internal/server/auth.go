@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -43,35 +42,30 @@ func (s *Server) authenticated(r *http.Request) bool {
 	return false
 }
 
-// hostAllowed checks the Host header against DNS rebinding: loopback names
-// and addresses, the address the server listens on, and the configured
-// allowed_hosts.
-func (s *Server) hostAllowed(host string) bool {
-	h := hostOnly(host)
-	if h == "" {
-		return false
+// checkHost checks the host a request came to, against DNS rebinding: the
+// target must be a path (for an absolute URL net/http takes the host from the
+// URL and drops the Host header, so the two could not be compared), and the
+// Host must parse (parseAuthority) and name this machine (localhost, a name
+// under .localhost, 127.0.0.0/8, [::1]) or one of allowed_hosts. The port is
+// not compared: a page on another port is another origin, which the Origin
+// check refuses.
+func (s *Server) checkHost(r *http.Request) error {
+	if r.URL.IsAbs() || r.URL.Host != "" || !strings.HasPrefix(r.RequestURI, "/") {
+		return errTarget
 	}
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
+	a, err := parseAuthority(r.Host)
+	if err != nil {
+		return err
 	}
-	if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
-		return true
+	if a.loopback() {
+		return nil
 	}
-	for _, a := range s.opts.AllowedHosts {
-		if strings.EqualFold(hostOnly(a), h) {
-			return true
+	for _, h := range s.allowedHosts {
+		if a.sameHost(h) {
+			return nil
 		}
 	}
-	return false
-}
-
-// hostOnly lowercases host and drops its port and IPv6 brackets.
-func hostOnly(host string) string {
-	host = strings.ToLower(strings.TrimSpace(host))
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	return errHostNotServed
 }
 
 // originAllowed checks a browser's Origin header: absent (not a browser, or a

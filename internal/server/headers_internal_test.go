@@ -3,11 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/errs"
 )
 
 // newBareServer is a Server without a store or a gate, for the checks that
@@ -56,6 +59,20 @@ func TestUpgraderChecksOrigin(t *testing.T) {
 		}
 		if tc.want == http.StatusForbidden && body["error"].Kind != "forbidden" {
 			t.Errorf("Origin %s: kind %q, want forbidden", tc.origin, body["error"].Kind)
+		}
+	}
+}
+
+// TestAllowedHostsParsed: New takes names and addresses in the forms
+// [server] allowed_hosts holds, and refuses an entry no Host could match.
+func TestAllowedHostsParsed(t *testing.T) {
+	for _, h := range []string{"buddy.lan", "BUDDY.LAN", "fd00::1", "[fd00::1]", "10.0.0.2", "xn--bcher-kva.example"} {
+		newBareServer(t, Options{AllowedHosts: []string{h}})
+	}
+	for _, h := range []string{"", "buddy.lan:80", "buddy.lan.", "1.2.3", "[::1", "fe80::1%eth0", "bücher.example", "user@buddy.lan", "http://buddy.lan"} {
+		_, err := New(Options{Token: "t", Store: struct{ Store }{}, NewGate: func(approval.Asker) Gate { return nil }, AllowedHosts: []string{h}})
+		if !errors.Is(err, errs.ErrConfig) || !strings.Contains(err.Error(), "allowed host") {
+			t.Errorf("allowed host %q: %v, want a config error naming it", h, err)
 		}
 	}
 }

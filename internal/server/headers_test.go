@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/buddy-run/buddy/internal/server"
 )
 
 // raw sends a request written byte for byte on a new connection, since the
@@ -150,5 +152,169 @@ func TestUpgradeOriginChecked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHostHeader: which Host headers (and request targets) are served, over
+// raw TCP on every kind of route: the API, /healthz, the page, the upgrade.
+// Served: loopback names and addresses in the forms browsers and clients
+// send, and allowed_hosts. Refused with 403: anything else that reaches
+// buddy. Some forms net/http itself answers with 400 before buddy sees the
+// request; the table says which, so that a change there is noticed.
+func TestHostHeader(t *testing.T) {
+	s := newStack(t, stackOpts{server: func(o *server.Options) { o.AllowedHosts = []string{"buddy.lan", "fd00::1"} }})
+	_, p, _ := strings.Cut(s.host, ":")
+	const (
+		served   = http.StatusOK
+		refused  = http.StatusForbidden
+		netHTTP  = http.StatusBadRequest // net/http's own answer
+		notServ  = "buddy answers only on loopback names and [server] allowed_hosts"
+		port     = "the port must be a number"
+		trailing = "trailing dot"
+		numeric  = "ends in a number"
+		ipv6     = "IPv6"
+		bytes    = "a host is a name of ASCII letters"
+		target   = "the request target must be a path"
+	)
+	host := func(v string) []string { return []string{"Host: " + v} }
+	cases := []struct {
+		name   string
+		lines  []string // header lines besides the token
+		target string   // prefixed to the path: "" for origin-form
+		proto  string   // "" for HTTP/1.1
+		want   int
+		detail string // in the 403's detail
+	}{
+		{"127.0.0.1:PORT", host("127.0.0.1:" + p), "", "", served, ""},
+		{"127.0.0.1", host("127.0.0.1"), "", "", served, ""},
+		{"localhost:PORT", host("localhost:" + p), "", "", served, ""},
+		{"localhost", host("localhost"), "", "", served, ""},
+		{"upper case", host("LOCALHOST:" + p), "", "", served, ""},
+		{"mixed case", host("LocalHost:" + p), "", "", served, ""},
+		{"[::1]:PORT", host("[::1]:" + p), "", "", served, ""},
+		{"[::1]", host("[::1]"), "", "", served, ""},
+		{"::1 written long", host("[0:0:0:0:0:0:0:1]:" + p), "", "", served, ""},
+		{"elsewhere in 127/8", host("127.1.2.3:" + p), "", "", served, ""},
+		{"a name under .localhost", host("app.localhost:" + p), "", "", served, ""},
+		{"a name under .localhost, upper case", host("APP.LOCALHOST:" + p), "", "", served, ""},
+		{"allowed host", host("buddy.lan:" + p), "", "", served, ""},
+		{"allowed host without a port", host("buddy.lan"), "", "", served, ""},
+		{"allowed host, upper case", host("BUDDY.LAN:" + p), "", "", served, ""},
+		{"allowed IPv6 host", host("[fd00::1]:" + p), "", "", served, ""},
+		{"allowed IPv6 host written otherwise", host("[FD00:0::1]:" + p), "", "", served, ""},
+		{"name of 253", host(strings.Repeat("a.", 122) + "localhost:" + p), "", "", served, ""},
+		{"label of 63", host(strings.Repeat("a", 63) + ".localhost"), "", "", served, ""},
+		{"port 1", host("localhost:1"), "", "", served, ""},
+		{"port 65535", host("localhost:65535"), "", "", served, ""},
+		{"spaces around the value (not part of it)", []string{"Host:   localhost:" + p + "  "}, "", "", served, ""},
+		{"X-Forwarded-Host is ignored", []string{"Host: localhost:" + p, "X-Forwarded-Host: evil.example"}, "", "", served, ""},
+
+		{"non-numeric port", host("localhost:x"), "", "", refused, port},
+		{"empty port", host("localhost:"), "", "", refused, port},
+		{"port 0", host("localhost:0"), "", "", refused, port},
+		{"port 65536", host("localhost:65536"), "", "", refused, port},
+		{"port 99999", host("localhost:99999"), "", "", refused, port},
+		{"port of six digits", host("localhost:123456"), "", "", refused, port},
+		{"port with a leading zero", host("localhost:0" + p), "", "", refused, port},
+		{"port 00080", host("localhost:00080"), "", "", refused, port},
+		{"port +80", host("localhost:+80"), "", "", refused, port},
+		{"port -80", host("localhost:-80"), "", "", refused, port},
+		{"port in hex", host("localhost:0x50"), "", "", refused, port},
+		{"port with an exponent", host("localhost:1e3"), "", "", refused, port},
+		{"two ports", host("localhost:80:80"), "", "", refused, ipv6},
+		{"[::1] with an empty port", host("[::1]:"), "", "", refused, port},
+		{"[::1] with a non-numeric port", host("[::1]:x"), "", "", refused, port},
+		{"trailing dot", host("localhost."), "", "", refused, trailing},
+		{"trailing dot and port", host("localhost.:" + p), "", "", refused, trailing},
+		{"trailing dot after an address", host("127.0.0.1.:" + p), "", "", refused, trailing},
+		{"leading dot", host(".localhost:" + p), "", "", refused, "empty label"},
+		{"empty label", host("a..localhost:" + p), "", "", refused, "empty label"},
+		{"label of 64", host(strings.Repeat("a", 64) + ".localhost"), "", "", refused, "longer than 63"},
+		{"name of 254", host("b" + strings.Repeat("a.", 122) + "localhost"), "", "", refused, "longer than 253"},
+		{"IPv6 without brackets", host("::1"), "", "", refused, ipv6},
+		{"IPv6 without brackets, with a port", host("::1:" + p), "", "", refused, ipv6},
+		{"IPv6 zone, escaped", host("[::1%25eth0]:" + p), "", "", refused, ipv6},
+		{"IPv6 zone", host("[::1%eth0]:" + p), "", "", refused, ipv6},
+		{"IPv4 in brackets", host("[127.0.0.1]:" + p), "", "", refused, ipv6},
+		{"unclosed bracket", host("[::1:" + p), "", "", refused, ipv6},
+		{"junk after the bracket", host("[::1]x"), "", "", refused, bytes},
+		{"IPv4-mapped loopback", host("[::ffff:127.0.0.1]:" + p), "", "", refused, notServ},
+		{"the unspecified IPv6 address", host("[::]:" + p), "", "", refused, notServ},
+		{"IPv4 with leading zeros", host("127.000.000.001:" + p), "", "", refused, numeric},
+		{"IPv4 short form", host("127.1:" + p), "", "", refused, numeric},
+		{"IPv4 as one number", host("2130706433:" + p), "", "", refused, numeric},
+		{"IPv4 in hex", host("0x7f000001:" + p), "", "", refused, numeric},
+		{"underscore", host("local_host:" + p), "", "", refused, bytes},
+		{"percent", host("localhost%00:" + p), "", "", refused, bytes},
+		{"sub-delims", host("localhost!:" + p), "", "", refused, bytes},
+		{"empty Host", host(""), "", "", refused, "empty"},
+		{"no Host on HTTP/1.0", nil, "", "HTTP/1.0", refused, "empty"},
+		{"another name", host("evil.example:" + p), "", "", refused, notServ},
+		{"another name without a port", host("evil.example"), "", "", refused, notServ},
+		{"localhost as a prefix", host("localhost.evil.example"), "", "", refused, notServ},
+		{"an address as a prefix", host("127.0.0.1.evil.example:" + p), "", "", refused, notServ},
+		{"an allowed host as a prefix", host("buddy.lan.evil.example"), "", "", refused, notServ},
+		{"a LAN address", host("192.168.1.10:" + p), "", "", refused, notServ},
+		{"0.0.0.0", host("0.0.0.0:" + p), "", "", refused, notServ},
+		{"punycode", host("xn--bcher-kva.example"), "", "", refused, notServ},
+		{"X-Forwarded-Host does not help", []string{"Host: evil.example", "X-Forwarded-Host: localhost:" + p}, "", "", refused, notServ},
+		{"Forwarded does not help", []string{"Host: evil.example", "Forwarded: host=localhost:" + p}, "", "", refused, notServ},
+		{"absolute-form, another host than the Host header", host("localhost:" + p), "http://evil.example", "", refused, target},
+		{"absolute-form, loopback target, another Host header", host("evil.example"), "http://localhost:" + p, "", refused, target},
+		{"absolute-form, the same host", host("localhost:" + p), "http://localhost:" + p, "", refused, target},
+		{"absolute-form with userinfo", host("localhost:" + p), "http://user@localhost:" + p, "", refused, target},
+
+		{"userinfo", host("user@localhost:" + p), "", "", netHTTP, ""},
+		{"userinfo with a password", host("user:pw@localhost:" + p), "", "", netHTTP, ""},
+		{"a path", host("localhost:" + p + "/x"), "", "", netHTTP, ""},
+		{"a space before the port", host("localhost :" + p), "", "", netHTTP, ""},
+		{"a space in the port", host("localhost: " + p), "", "", netHTTP, ""},
+		{"IDN", host("bücher.example"), "", "", netHTTP, ""},
+		{"Host repeated", []string{"Host: localhost:" + p, "Host: evil.example"}, "", "", netHTTP, ""},
+		{"Host repeated, the same", []string{"Host: localhost:" + p, "Host: localhost:" + p}, "", "", netHTTP, ""},
+		{"no Host on HTTP/1.1", nil, "", "", netHTTP, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			proto := tc.proto
+			if proto == "" {
+				proto = "HTTP/1.1"
+			}
+			head := func(method, path string, more ...string) string {
+				ls := append([]string{method + " " + tc.target + path + " " + proto, "Authorization: Bearer " + testToken}, tc.lines...)
+				return lines(append(ls, more...)...)
+			}
+			check := func(what string, status, want int, body []byte) {
+				t.Helper()
+				switch {
+				case status != want:
+					t.Errorf("%s: %d %.200s, want %d", what, status, body, want)
+				case want == refused:
+					wantRefused(t, what, status, body, "host not allowed: ")
+					if _, detail := apiError(t, body); !strings.Contains(detail, tc.detail) {
+						t.Errorf("%s: detail %q, want it to say %q", what, detail, tc.detail)
+					}
+				}
+			}
+			for _, path := range []string{"/api/skills", "/healthz", "/"} {
+				status, body := s.raw(t, head("GET", path))
+				check("GET "+path, status, tc.want, body)
+			}
+			wantWS := tc.want
+			if wantWS == served {
+				wantWS = http.StatusSwitchingProtocols
+				if tc.proto == "HTTP/1.0" {
+					wantWS = http.StatusBadRequest
+				}
+			}
+			status, body := s.raw(t, head("GET", "/api/ws", "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13", wsKey))
+			check("upgrade", status, wantWS, body)
+		})
+	}
+	// Without allowed_hosts, the same names are refused.
+	plain := newStack(t, stackOpts{})
+	for _, h := range []string{"buddy.lan", "[fd00::1]:" + p} {
+		status, body := plain.raw(t, lines("GET /api/skills HTTP/1.1", "Host: "+h, "Authorization: Bearer "+testToken))
+		wantRefused(t, h+" without allowed_hosts", status, body, "host not allowed: "+notServ)
 	}
 }

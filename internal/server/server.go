@@ -80,7 +80,9 @@ type Options struct {
 	NewMCP func(host MCPHost) http.Handler
 	// AllowedOrigins are browser origins allowed besides the server's own.
 	AllowedOrigins []string
-	// AllowedHosts are Host names served besides loopback ones.
+	// AllowedHosts are Host names or IP addresses (no port) served besides
+	// loopback ones. New fails on one that is not a valid host name or
+	// address, rather than serve a list that can never match.
 	AllowedHosts []string
 	// MaxMessageBytes caps one WebSocket message from a client.
 	MaxMessageBytes int64
@@ -155,6 +157,8 @@ type Server struct {
 	nclients atomic.Int64
 
 	upgrader websocket.Upgrader
+
+	allowedHosts []authority // Options.AllowedHosts, parsed
 }
 
 // New returns a server; it listens nowhere until its Handler is served.
@@ -163,12 +167,20 @@ func New(opts Options) (*Server, error) {
 		return nil, errs.New(errs.ErrInternal, "server needs a token, a store and a gate")
 	}
 	opts.defaults()
+	var allowedHosts []authority
+	for _, h := range opts.AllowedHosts {
+		a, err := parseAllowedHost(h)
+		if err != nil {
+			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("allowed host %q: %v", h, err))
+		}
+		allowedHosts = append(allowedHosts, a)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts: opts, log: opts.Logger, session: sessionValue(opts.Token),
 		ctx: ctx, cancel: cancel,
 		convs: map[string]*conv{}, pending: map[string]*question{}, clients: map[*client]struct{}{},
-		starts: newStarts(0, startLease),
+		starts: newStarts(0, startLease), allowedHosts: allowedHosts,
 	}
 	s.gate = opts.NewGate(approval.AskerFunc(s.ask))
 	if opts.NewAgent != nil {
@@ -232,9 +244,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
-	if !s.hostAllowed(r.Host) {
-		s.log.Warn("refused request", "reason", "host", "host", clip(r.Host, 100), "remote", r.RemoteAddr)
-		writeError(w, http.StatusForbidden, errs.KindForbidden, "host not allowed: buddy answers only on loopback names and [server] allowed_hosts")
+	if err := s.checkHost(r); err != nil {
+		s.log.Warn("refused request", "reason", "host", "host", clip(r.Host, 100), "target", clip(r.RequestURI, 100), "remote", r.RemoteAddr)
+		writeError(w, http.StatusForbidden, errs.KindForbidden, "host not allowed: "+err.Error())
 		return
 	}
 	s.mux.ServeHTTP(w, r)
