@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -68,33 +67,48 @@ func (s *Server) checkHost(r *http.Request) error {
 	return errHostNotServed
 }
 
-// originAllowed checks a browser's Origin header: absent (not a browser, or a
-// same-origin GET) is fine; otherwise it must be the server's own origin (the
-// scheme and Host the request came to) or one of allowed_origins. "null"
-// (sandboxed frames, file: pages) never is.
-func (s *Server) originAllowed(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
+// checkOrigin checks a browser's Origin header: absent (not a browser) is
+// fine; otherwise there must be exactly one, and it must parse (parseOrigin)
+// and be the server's own origin (the scheme the request came over, the
+// Host it came to) or one of allowed_origins, compared as scheme, host and
+// port, letters in any case, a default port written or not. Two Origin
+// headers, an empty one and "null" are refused.
+func (s *Server) checkOrigin(r *http.Request) error {
+	var values []string
+	for k, vs := range r.Header {
+		if strings.EqualFold(k, "Origin") {
+			values = append(values, vs...)
+		}
 	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
+	switch {
+	case len(values) == 0:
+		return nil
+	case len(values) > 1:
+		return errOriginRepeated
+	case values[0] == "":
+		return errOriginEmpty
+	}
+	o, err := parseOrigin(values[0])
+	if err != nil {
+		return err
 	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host) {
-		return true
+	if own, err := parseAuthority(r.Host); err == nil && o == (origin{scheme, own.withScheme(scheme)}) {
+		return nil
 	}
-	for _, o := range s.opts.AllowedOrigins {
-		if strings.EqualFold(strings.TrimSuffix(o, "/"), strings.TrimSuffix(origin, "/")) {
-			return true
+	for _, a := range s.allowedOrigins {
+		if o == a {
+			return nil
 		}
 	}
-	return false
+	return errOriginOther
 }
+
+// originAllowed is checkOrigin for gorilla's CheckOrigin hook.
+func (s *Server) originAllowed(r *http.Request) bool { return s.checkOrigin(r) == nil }
 
 // stateChanging reports whether r may change something: anything but GET,
 // HEAD and OPTIONS, and every request that asks to switch protocols (a

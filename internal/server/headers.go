@@ -26,16 +26,23 @@ type authority struct {
 // served. The server's 403 says which (after "host not allowed: " or
 // "origin not allowed: ").
 var (
-	errHostEmpty     = errors.New("the Host header is missing or empty")
+	errHostEmpty     = errors.New("the host is missing or empty")
 	errHostTooLong   = errors.New("the host name is longer than 253 characters")
 	errHostBytes     = errors.New("a host is a name of ASCII letters, digits, '-' and '.', an IPv4 address, or an IPv6 address in brackets (no userinfo, path, zone or other characters)")
 	errHostTrailing  = errors.New("a host name with a trailing dot is not served (localhost. is not localhost)")
 	errHostLabel     = errors.New("a host name has an empty label or one longer than 63 characters")
 	errHostNumeric   = errors.New("a host name that ends in a number must be a dotted-quad IPv4 address")
-	errHostIPv6      = errors.New("an address in brackets must be an IPv6 address without a zone, and an IPv6 address must be in brackets")
+	errHostIPv6      = errors.New("an address in brackets must be an IPv6 address without a zone")
+	errHostColons    = errors.New("a host has one ':', before its port (an IPv6 address goes in brackets)")
 	errPort          = errors.New("the port must be a number from 1 to 65535, without sign, spaces or leading zeros")
 	errTarget        = errors.New("the request target must be a path, not an absolute URL: buddy is not a proxy")
 	errHostNotServed = errors.New("buddy answers only on loopback names and [server] allowed_hosts")
+
+	errOriginRepeated = errors.New("more than one Origin header")
+	errOriginEmpty    = errors.New("the Origin header is empty")
+	errOriginNull     = errors.New("Origin null (a sandboxed frame, a file: page, a redirect) may not drive buddy")
+	errOriginForm     = errors.New("an Origin is http:// or https:// and a host, with an optional port, nothing else")
+	errOriginOther    = errors.New("another site may not drive buddy")
 )
 
 // parseAuthority parses host [":" port] as a Host header carries it
@@ -75,7 +82,7 @@ func parseAuthority(s string) (authority, error) {
 		var found bool
 		if host, port, found = strings.Cut(s, ":"); found {
 			if strings.Contains(port, ":") {
-				return authority{}, errHostIPv6
+				return authority{}, errHostColons
 			}
 			hasPort = true
 		}
@@ -180,4 +187,47 @@ func parseAllowedHost(s string) (authority, error) {
 		return authority{}, errors.New("an allowed host has no port")
 	}
 	return a, nil
+}
+
+// origin is a parsed Origin header: scheme, host and port, with the
+// scheme's default port written as none (as browsers serialise it).
+type origin struct {
+	scheme string // "http" or "https"
+	host   authority
+}
+
+// parseOrigin parses an Origin value as a browser serialises it (RFC 6454
+// §6.2): scheme "://" host [":" port], no path (not even "/"), query,
+// fragment or userinfo. "null" is errOriginNull.
+func parseOrigin(s string) (origin, error) {
+	if s == "null" {
+		return origin{}, errOriginNull
+	}
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || strings.ContainsAny(rest, "/?#@\\") {
+		return origin{}, errOriginForm
+	}
+	var o origin
+	switch asciiLower(scheme) {
+	case "http":
+		o.scheme = "http"
+	case "https":
+		o.scheme = "https"
+	default:
+		return origin{}, errOriginForm
+	}
+	h, err := parseAuthority(rest)
+	if err != nil {
+		return origin{}, err
+	}
+	o.host = h.withScheme(o.scheme)
+	return o, nil
+}
+
+// withScheme drops the port when it is scheme's default.
+func (a authority) withScheme(scheme string) authority {
+	if scheme == "http" && a.port == "80" || scheme == "https" && a.port == "443" {
+		a.port = ""
+	}
+	return a
 }

@@ -76,3 +76,17 @@ func TestAllowedHostsParsed(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedOriginsParsed: New takes origins in the form [server]
+// allowed_origins holds, and refuses an entry no Origin could match.
+func TestAllowedOriginsParsed(t *testing.T) {
+	for _, o := range []string{"https://chat.example.com", "http://localhost:3000", "HTTPS://Chat.Example.com:443", "http://[::1]:5173"} {
+		newBareServer(t, Options{AllowedOrigins: []string{o}})
+	}
+	for _, o := range []string{"", "null", "chat.example.com", "https://chat.example.com/", "https://u@chat.example.com", "https://chat.example.com:0", "https://chat.example.com.", "ftp://chat.example.com", "https://bücher.example"} {
+		_, err := New(Options{Token: "t", Store: struct{ Store }{}, NewGate: func(approval.Asker) Gate { return nil }, AllowedOrigins: []string{o}})
+		if !errors.Is(err, errs.ErrConfig) || !strings.Contains(err.Error(), "allowed origin") {
+			t.Errorf("allowed origin %q: %v, want a config error naming it", o, err)
+		}
+	}
+}

@@ -173,6 +173,7 @@ func TestHostHeader(t *testing.T) {
 		trailing = "trailing dot"
 		numeric  = "ends in a number"
 		ipv6     = "IPv6"
+		colons   = "one ':'"
 		bytes    = "a host is a name of ASCII letters"
 		target   = "the request target must be a path"
 	)
@@ -221,7 +222,7 @@ func TestHostHeader(t *testing.T) {
 		{"port -80", host("localhost:-80"), "", "", refused, port},
 		{"port in hex", host("localhost:0x50"), "", "", refused, port},
 		{"port with an exponent", host("localhost:1e3"), "", "", refused, port},
-		{"two ports", host("localhost:80:80"), "", "", refused, ipv6},
+		{"two ports", host("localhost:80:80"), "", "", refused, colons},
 		{"[::1] with an empty port", host("[::1]:"), "", "", refused, port},
 		{"[::1] with a non-numeric port", host("[::1]:x"), "", "", refused, port},
 		{"trailing dot", host("localhost."), "", "", refused, trailing},
@@ -231,8 +232,8 @@ func TestHostHeader(t *testing.T) {
 		{"empty label", host("a..localhost:" + p), "", "", refused, "empty label"},
 		{"label of 64", host(strings.Repeat("a", 64) + ".localhost"), "", "", refused, "longer than 63"},
 		{"name of 254", host("b" + strings.Repeat("a.", 122) + "localhost"), "", "", refused, "longer than 253"},
-		{"IPv6 without brackets", host("::1"), "", "", refused, ipv6},
-		{"IPv6 without brackets, with a port", host("::1:" + p), "", "", refused, ipv6},
+		{"IPv6 without brackets", host("::1"), "", "", refused, colons},
+		{"IPv6 without brackets, with a port", host("::1:" + p), "", "", refused, colons},
 		{"IPv6 zone, escaped", host("[::1%25eth0]:" + p), "", "", refused, ipv6},
 		{"IPv6 zone", host("[::1%eth0]:" + p), "", "", refused, ipv6},
 		{"IPv4 in brackets", host("[127.0.0.1]:" + p), "", "", refused, ipv6},
@@ -316,5 +317,145 @@ func TestHostHeader(t *testing.T) {
 	for _, h := range []string{"buddy.lan", "[fd00::1]:" + p} {
 		status, body := plain.raw(t, lines("GET /api/skills HTTP/1.1", "Host: "+h, "Authorization: Bearer "+testToken))
 		wantRefused(t, h+" without allowed_hosts", status, body, "host not allowed: "+notServ)
+	}
+}
+
+// TestOriginHeader: which Origin headers may drive buddy, on each kind of
+// state-changing request over raw TCP (POST, DELETE, the upgrade) and on a
+// real gorilla WebSocket dial. Allowed: none (not a browser), the server's
+// own origin, allowed_origins, letters in any case and a default port
+// written or not. Refused with 403: anything else, "null", an empty or a
+// repeated header, and every form a browser does not send (a path, even
+// "/", userinfo, a query, a trailing dot, a bad port, raw Unicode).
+func TestOriginHeader(t *testing.T) {
+	s := newStack(t, stackOpts{server: func(o *server.Options) {
+		o.AllowedOrigins = []string{"http://localhost:5173", "https://chat.example.com:443"}
+	}})
+	_, p, _ := strings.Cut(s.host, ":")
+	own := "http://" + s.host
+	const (
+		allowed = true
+		refused = false
+		other   = "another site may not drive buddy"
+		form    = "an Origin is http:// or https://"
+		port    = "the port must be a number"
+	)
+	cases := []struct {
+		name    string
+		host    string   // the Host header; "" for 127.0.0.1:PORT
+		origins []string // the Origin header lines' values
+		allowed bool
+		detail  string // in a 403's detail
+	}{
+		{"no Origin", "", nil, allowed, ""},
+		{"own origin", "", []string{own}, allowed, ""},
+		{"own origin, upper-case scheme", "", []string{"HTTP://" + s.host}, allowed, ""},
+		{"own origin on localhost", "localhost:" + p, []string{"http://localhost:" + p}, allowed, ""},
+		{"own origin on localhost, upper case", "localhost:" + p, []string{"http://LOCALHOST:" + p}, allowed, ""},
+		{"own origin on [::1]", "[::1]:" + p, []string{"http://[::1]:" + p}, allowed, ""},
+		{"own origin, default port written in the Origin", "127.0.0.1", []string{"http://127.0.0.1:80"}, allowed, ""},
+		{"own origin, default port written in the Host", "127.0.0.1:80", []string{"http://127.0.0.1"}, allowed, ""},
+		{"allowed origin", "", []string{"http://localhost:5173"}, allowed, ""},
+		{"allowed origin, upper case", "", []string{"HTTP://LOCALHOST:5173"}, allowed, ""},
+		{"allowed origin, default port left out", "", []string{"https://chat.example.com"}, allowed, ""},
+		{"allowed origin, default port written", "", []string{"https://chat.example.com:443"}, allowed, ""},
+
+		{"another site", "", []string{"http://evil.example"}, refused, other},
+		{"another site, upper case", "", []string{"HTTP://EVIL.EXAMPLE"}, refused, other},
+		{"another site over https", "", []string{"https://evil.example"}, refused, other},
+		{"another site named after this one", "", []string{"http://127.0.0.1.evil.example:" + p}, refused, other},
+		{"another port", "", []string{"http://127.0.0.1:1"}, refused, other},
+		{"no port (80)", "", []string{"http://127.0.0.1"}, refused, other},
+		{"another scheme", "", []string{"https://" + s.host}, refused, other},
+		{"another loopback name", "localhost:" + p, []string{own}, refused, other},
+		{"near an allowed origin", "", []string{"http://localhost:5174"}, refused, other},
+		{"allowed origin with another scheme", "", []string{"http://chat.example.com"}, refused, other},
+		{"punycode", "", []string{"http://xn--bcher-kva.example"}, refused, other},
+		{"X-Forwarded-Host does not make it own", "", []string{"http://evil.example", "X-Forwarded-Host"}, refused, other},
+		{"null", "", []string{"null"}, refused, "Origin null"},
+		{"NULL", "", []string{"NULL"}, refused, form},
+		{"empty", "", []string{""}, refused, "empty"},
+		{"repeated, the same", "", []string{own, own}, refused, "more than one"},
+		{"repeated, own first", "", []string{own, "http://evil.example"}, refused, "more than one"},
+		{"repeated, own last", "", []string{"http://evil.example", own}, refused, "more than one"},
+		{"a list in one header", "", []string{own + ", http://evil.example"}, refused, ""},
+		{"a path", "", []string{own + "/"}, refused, form},
+		{"a longer path", "", []string{own + "/api"}, refused, form},
+		{"a query", "", []string{own + "?x"}, refused, form},
+		{"a fragment", "", []string{own + "#x"}, refused, form},
+		{"userinfo", "", []string{"http://user@" + s.host}, refused, form},
+		{"userinfo with a password", "", []string{"http://user:pw@" + s.host}, refused, form},
+		{"a backslash", "", []string{own + "\\x"}, refused, form},
+		{"no scheme", "", []string{s.host}, refused, form},
+		{"scheme-relative", "", []string{"//" + s.host}, refused, form},
+		{"ws scheme", "", []string{"ws://" + s.host}, refused, form},
+		{"file", "", []string{"file://"}, refused, form},
+		{"an extension", "", []string{"chrome-extension://abcdefghij"}, refused, form},
+		{"no host", "", []string{"http://"}, refused, "missing or empty"},
+		{"trailing dot", "", []string{"http://127.0.0.1.:" + p}, refused, "trailing dot"},
+		{"trailing dot on an allowed origin", "", []string{"http://localhost.:5173"}, refused, "trailing dot"},
+		{"port with a leading zero", "", []string{"http://127.0.0.1:0" + p}, refused, port},
+		{"port with a sign", "", []string{"http://127.0.0.1:+" + p}, refused, port},
+		{"non-numeric port", "", []string{"http://127.0.0.1:x"}, refused, port},
+		{"empty port", "", []string{"http://127.0.0.1:"}, refused, port},
+		{"port 65536", "", []string{"http://localhost:65536"}, refused, port},
+		{"two ports", "", []string{own + ":" + p}, refused, "one ':'"},
+		{"IPv6 zone", "[::1]:" + p, []string{"http://[::1%25eth0]:" + p}, refused, "IPv6"},
+		{"IDN", "", []string{"http://bücher.example"}, refused, "a host is a name of ASCII letters"},
+		{"a space", "", []string{"http:// 127.0.0.1:" + p}, refused, "a host is a name of ASCII letters"},
+	}
+	routes := []struct{ method, path, extra string }{
+		{"POST", "/api/session", "Content-Length: 0"},
+		{"DELETE", "/api/conversations/c_x", "Content-Length: 0"},
+		{"GET", "/api/ws", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" + wsKey},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			host := tc.host
+			if host == "" {
+				host = s.host
+			}
+			var hdr []string
+			for _, o := range tc.origins {
+				if o == "X-Forwarded-Host" {
+					hdr = append(hdr, "X-Forwarded-Host: evil.example")
+					continue
+				}
+				hdr = append(hdr, "Origin: "+o)
+			}
+			for _, r := range routes {
+				ls := append([]string{r.method + " " + r.path + " HTTP/1.1", "Host: " + host, "Authorization: Bearer " + testToken, r.extra}, hdr...)
+				status, body := s.raw(t, lines(ls...))
+				what := r.method + " " + r.path
+				if !tc.allowed {
+					wantRefused(t, what, status, body, "origin not allowed: ")
+					if _, detail := apiError(t, body); !strings.Contains(detail, tc.detail) {
+						t.Errorf("%s: detail %q, want it to say %q", what, detail, tc.detail)
+					}
+					continue
+				}
+				want := map[string]int{"POST": http.StatusNoContent, "DELETE": http.StatusNotFound, "GET": http.StatusSwitchingProtocols}[r.method]
+				if status != want {
+					t.Errorf("%s: %d %.200s, want %d (past the Origin check)", what, status, body, want)
+				}
+			}
+			// A real WebSocket client, sending the same Origin lines.
+			h := authHeader()
+			h.Set("Host", host)
+			for _, o := range tc.origins {
+				if o == "X-Forwarded-Host" {
+					h.Set("X-Forwarded-Host", "evil.example")
+					continue
+				}
+				h.Add("Origin", o)
+			}
+			want := http.StatusForbidden
+			if tc.allowed {
+				want = http.StatusSwitchingProtocols
+			}
+			if st := s.dialStatus(t, "/api/ws", h); st != want {
+				t.Errorf("gorilla dial: %d, want %d", st, want)
+			}
+		})
 	}
 }

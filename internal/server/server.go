@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,9 @@ type Options struct {
 	// NewMCP, if set, builds the Streamable HTTP handler served at /mcp
 	// (behind the same checks as /api/), given the page as an asker.
 	NewMCP func(host MCPHost) http.Handler
-	// AllowedOrigins are browser origins allowed besides the server's own.
+	// AllowedOrigins are browser origins (http:// or https://, a host, an
+	// optional port) allowed besides the server's own. New fails on one
+	// that is not such an origin.
 	AllowedOrigins []string
 	// AllowedHosts are Host names or IP addresses (no port) served besides
 	// loopback ones. New fails on one that is not a valid host name or
@@ -158,7 +161,8 @@ type Server struct {
 
 	upgrader websocket.Upgrader
 
-	allowedHosts []authority // Options.AllowedHosts, parsed
+	allowedHosts   []authority // Options.AllowedHosts, parsed
+	allowedOrigins []origin    // Options.AllowedOrigins, parsed
 }
 
 // New returns a server; it listens nowhere until its Handler is served.
@@ -175,12 +179,20 @@ func New(opts Options) (*Server, error) {
 		}
 		allowedHosts = append(allowedHosts, a)
 	}
+	var allowedOrigins []origin
+	for _, o := range opts.AllowedOrigins {
+		a, err := parseOrigin(o)
+		if err != nil {
+			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("allowed origin %q: %v", o, err))
+		}
+		allowedOrigins = append(allowedOrigins, a)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts: opts, log: opts.Logger, session: sessionValue(opts.Token),
 		ctx: ctx, cancel: cancel,
 		convs: map[string]*conv{}, pending: map[string]*question{}, clients: map[*client]struct{}{},
-		starts: newStarts(0, startLease), allowedHosts: allowedHosts,
+		starts: newStarts(0, startLease), allowedHosts: allowedHosts, allowedOrigins: allowedOrigins,
 	}
 	s.gate = opts.NewGate(approval.AskerFunc(s.ask))
 	if opts.NewAgent != nil {
@@ -256,10 +268,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // upgrade (403), then the token (401).
 func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if stateChanging(r) && !s.originAllowed(r) {
-			s.log.Warn("refused request", "reason", "origin", "origin", clip(r.Header.Get("Origin"), 100), "remote", r.RemoteAddr)
-			writeError(w, http.StatusForbidden, errs.KindForbidden, "origin not allowed: another site may not drive buddy")
-			return
+		if stateChanging(r) {
+			if err := s.checkOrigin(r); err != nil {
+				s.log.Warn("refused request", "reason", "origin", "origin", clip(strings.Join(r.Header.Values("Origin"), ", "), 100), "remote", r.RemoteAddr)
+				writeError(w, http.StatusForbidden, errs.KindForbidden, "origin not allowed: "+err.Error())
+				return
+			}
 		}
 		if !s.authenticated(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="buddy"`)
