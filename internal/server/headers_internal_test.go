@@ -15,7 +15,7 @@ import (
 
 // newBareServer is a Server without a store or a gate, for the checks that
 // run before either is reached.
-func newBareServer(t *testing.T, o Options) *Server {
+func newBareServer(t testing.TB, o Options) *Server {
 	t.Helper()
 	o.Token = "0123456789abcdef"
 	o.Store = struct{ Store }{}
