@@ -15,7 +15,8 @@
 // Access control: every /api/ route and the WebSocket upgrade need the token
 // (Authorization: Bearer, or the session cookie set by POST /api/session); a
 // request whose Host is not a loopback or configured name, or whose Origin is
-// another site's, is refused with 403 before anything else.
+// another site's, or whose Host or Origin does not parse strictly
+// (headers.go), is refused with 403 before anything else.
 package server
 
 import (
