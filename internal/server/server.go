@@ -15,7 +15,8 @@
 // Access control: every /api/ route and the WebSocket upgrade need the token
 // (Authorization: Bearer, or the session cookie set by POST /api/session); a
 // request whose Host is not a loopback or configured name, or whose Origin is
-// another site's, is refused with 403 before anything else.
+// another site's, or whose Host or Origin does not parse strictly
+// (headers.go), is refused with 403 before anything else.
 package server
 
 import (
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,9 +89,13 @@ type Options struct {
 	// NewMCP, if set, builds the Streamable HTTP handler served at /mcp
 	// (behind the same checks as /api/), given the page as an asker.
 	NewMCP func(host MCPHost) http.Handler
-	// AllowedOrigins are browser origins allowed besides the server's own.
+	// AllowedOrigins are browser origins (http:// or https://, a host, an
+	// optional port) allowed besides the server's own. New fails on one
+	// that is not such an origin.
 	AllowedOrigins []string
-	// AllowedHosts are Host names served besides loopback ones.
+	// AllowedHosts are Host names or IP addresses (no port) served besides
+	// loopback ones. New fails on one that is not a valid host name or
+	// address, rather than serve a list that can never match.
 	AllowedHosts []string
 	// MaxMessageBytes caps one WebSocket message from a client.
 	MaxMessageBytes int64
@@ -164,6 +170,9 @@ type Server struct {
 	nclients atomic.Int64
 
 	upgrader websocket.Upgrader
+
+	allowedHosts   []authority // Options.AllowedHosts, parsed
+	allowedOrigins []origin    // Options.AllowedOrigins, parsed
 }
 
 // New returns a server; it listens nowhere until its Handler is served.
@@ -172,12 +181,28 @@ func New(opts Options) (*Server, error) {
 		return nil, errs.New(errs.ErrInternal, "server needs a token, a store and a gate")
 	}
 	opts.defaults()
+	var allowedHosts []authority
+	for _, h := range opts.AllowedHosts {
+		a, err := parseAllowedHost(h)
+		if err != nil {
+			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("allowed host %q: %v", h, err))
+		}
+		allowedHosts = append(allowedHosts, a)
+	}
+	var allowedOrigins []origin
+	for _, o := range opts.AllowedOrigins {
+		a, err := parseOrigin(o)
+		if err != nil {
+			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("allowed origin %q: %v", o, err))
+		}
+		allowedOrigins = append(allowedOrigins, a)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts: opts, log: opts.Logger, session: sessionValue(opts.Token),
 		ctx: ctx, cancel: cancel,
 		convs: map[string]*conv{}, pending: map[string]*question{}, clients: map[*client]struct{}{},
-		starts: newStarts(0, startLease),
+		starts: newStarts(0, startLease), allowedHosts: allowedHosts, allowedOrigins: allowedOrigins,
 	}
 	s.gate = opts.NewGate(approval.AskerFunc(s.ask))
 	if opts.NewAgent != nil {
@@ -192,11 +217,17 @@ func New(opts Options) (*Server, error) {
 		// (8 KiB less per connected session).
 		ReadBufferSize:  0,
 		WriteBufferSize: 0,
-		// Origin was checked before the upgrade, with the same rule as every
-		// state-changing request.
-		CheckOrigin: func(*http.Request) bool { return true },
+		// Origin was checked before the upgrade (api: every request that
+		// asks to upgrade, in any spelling), with the same rule as every
+		// state-changing request. Checked again here, where gorilla decides
+		// to upgrade, so that the decision and the check never part.
+		CheckOrigin: s.originAllowed,
 		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-			writeError(w, status, errs.KindInvalidInput, "websocket upgrade: "+reason.Error())
+			kind := errs.KindInvalidInput
+			if status == http.StatusForbidden {
+				kind = errs.KindForbidden
+			}
+			writeError(w, status, kind, "websocket upgrade: "+reason.Error())
 		},
 	}
 	s.routes()
@@ -235,9 +266,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
-	if !s.hostAllowed(r.Host) {
-		s.log.Warn("refused request", "reason", "host", "host", clip(r.Host, 100), "remote", r.RemoteAddr)
-		writeError(w, http.StatusForbidden, errs.KindForbidden, "host not allowed: buddy answers only on loopback names and [server] allowed_hosts")
+	if err := s.checkHost(r); err != nil {
+		s.log.Warn("refused request", "reason", "host", "host", clip(r.Host, 100), "target", clip(r.RequestURI, 100), "remote", r.RemoteAddr)
+		writeError(w, http.StatusForbidden, errs.KindForbidden, "host not allowed: "+err.Error())
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -247,10 +278,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // upgrade (403), then the token (401).
 func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if stateChanging(r) && !s.originAllowed(r) {
-			s.log.Warn("refused request", "reason", "origin", "origin", clip(r.Header.Get("Origin"), 100), "remote", r.RemoteAddr)
-			writeError(w, http.StatusForbidden, errs.KindForbidden, "origin not allowed: another site may not drive buddy")
-			return
+		if stateChanging(r) {
+			if err := s.checkOrigin(r); err != nil {
+				s.log.Warn("refused request", "reason", "origin", "origin", clip(strings.Join(r.Header.Values("Origin"), ", "), 100), "remote", r.RemoteAddr)
+				writeError(w, http.StatusForbidden, errs.KindForbidden, "origin not allowed: "+err.Error())
+				return
+			}
 		}
 		if !s.authenticated(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="buddy"`)
