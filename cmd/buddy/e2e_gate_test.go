@@ -524,3 +524,31 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestServeMCPOriginEveryMethod: /mcp checks the Origin on every method, its
+// event stream (GET) included; a client without an Origin (not a browser)
+// is served.
+func TestServeMCPOriginEveryMethod(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	sv := startServe(t, s)
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		for _, origin := range []string{"https://evil.example", ""} {
+			req, _ := http.NewRequestWithContext(t.Context(), method, sv.url("/mcp"), strings.NewReader("{}"))
+			req.Header.Set("Authorization", "Bearer "+sv.token)
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Content-Type", "application/json")
+			if origin != "" {
+				req.Header.Set("Origin", origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.StatusCode == http.StatusForbidden; got != (origin != "") {
+				t.Errorf("%s /mcp with Origin %q: %d", method, origin, resp.StatusCode)
+			}
+		}
+	}
+}

@@ -118,6 +118,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		// OPTIONS * is not answered by net/http's default handler: every
+		// request reaches buddy's Host check.
+		DisableGeneralOptionsHandler: true,
 		// net/http's own complaints go to the structured log, not raw stderr.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/buddy-run/buddy/internal/approval"
+	"github.com/buddy-run/buddy/internal/errs"
 )
 
 // MCPHost is what the server lends its /mcp endpoint (Options.NewMCP): the
@@ -30,7 +31,9 @@ func (h mcpHost) NewConversation(ctx context.Context, title string) (string, err
 }
 
 // mcpRoutes mounts the MCP endpoint, when there is one, behind the same
-// Host, Origin and token checks as every /api/ route.
+// Host, Origin and token checks as every /api/ route; the Origin is checked
+// on every method, the server's event stream (GET) included, as the MCP
+// specification asks of Streamable HTTP servers.
 func (s *Server) mcpRoutes(m *http.ServeMux) {
 	if s.opts.NewMCP == nil {
 		return
@@ -39,5 +42,12 @@ func (s *Server) mcpRoutes(m *http.ServeMux) {
 	if h == nil {
 		return
 	}
-	m.HandleFunc("/mcp", s.api(h.ServeHTTP))
+	m.HandleFunc("/mcp", s.api(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.checkOrigin(r); err != nil {
+			s.log.Warn("refused request", "reason", "origin", "path", "/mcp", "remote", r.RemoteAddr)
+			writeError(w, http.StatusForbidden, errs.KindForbidden, "origin not allowed: "+err.Error())
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
 }
