@@ -295,6 +295,10 @@ func TestVerifyAudit(t *testing.T) {
 		{"audit key replaced", func(t *testing.T, path string) {
 			must(t, os.Remove(path+auditKeySuffix)) // Open makes a new one
 		}, AuditUnverifiable, 0, nil},
+		{"audit head removed, whole log emptied", func(t *testing.T, path string) {
+			must(t, os.Remove(path+auditHeadSuffix))
+			tamper(t, path, "DELETE FROM audit")
+		}, AuditUnverifiable, 0, nil},
 		{"audit head removed, last rows deleted", func(t *testing.T, path string) {
 			must(t, os.Remove(path+auditHeadSuffix))
 			tamper(t, path, "DELETE FROM audit WHERE id >= 5", "UPDATE sqlite_sequence SET seq = 4 WHERE name = 'audit'")

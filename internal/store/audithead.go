@@ -118,7 +118,8 @@ func (s *Store) openAuditAnchor(ctx context.Context, real string) error {
 
 // anchorAudit writes the first head of a log that has none: at the last row
 // (rows from the next id on will be keyed), unless the log already holds a
-// keyed row, whose head was then removed and is not made again.
+// keyed row, or is empty while its counter says rows were written: its head
+// was then removed, and is not made again.
 func (s *Store) anchorAudit(ctx context.Context, a *auditAnchor) error {
 	const op = "anchoring the audit log"
 	var seq int64
@@ -130,7 +131,10 @@ func (s *Store) anchorAudit(ctx context.Context, a *auditAnchor) error {
 	if err != nil {
 		return err
 	}
-	h := auditHead{From: seq + 1}
+	if len(rows) == 0 && seq > 0 {
+		return nil // an emptied log without its head: it was removed
+	}
+	h := auditHead{From: 1}
 	if len(rows) == 1 {
 		last := rows[0]
 		if last.hash != "" && a.keyedOK(last) {
