@@ -58,6 +58,18 @@
 // has quotas (Options); a write that would exceed one fails with a *QuotaError,
 // which matches errs.ErrTooLarge, and changes nothing. Usage is kept per namespace
 // by triggers, so checking a quota costs one row lookup.
+//
+// # Audit log
+//
+// Audit rows are append-only and chained, each hashed with a key kept beside
+// the database (<db>.audit-key) that SQL access to the database does not
+// give; a head file (<db>.audit-head) records the log's last row under the
+// same key, so that a log cut short is seen. VerifyAudit checks both
+// (audit.go, audithead.go; docs/RATIONALE.md, "The audit log: chain, key and
+// head").
+//
+//	rep, err := st.VerifyAudit(ctx)
+//	if rep.Problem != nil { ... } // the first row edited, deleted, inserted, reordered; or the head
 package store
 
 import (
