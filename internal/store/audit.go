@@ -123,10 +123,11 @@ func (s *Store) AppendAudits(ctx context.Context, entries ...AuditEntry) ([]int6
 		return nil, errs.New(errs.ErrInternal, fmt.Sprintf("%s: the database's schema predates the audit key", ops[0]))
 	}
 	deferred, err := s.writeBehind(ctx, ops[0], func(ctx context.Context, tx txn) error {
-		var prev string
-		if err := tx.QueryRowContext(ctx, sqlLastAuditHash).Scan(&prev); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		var base auditTail // the row this write chains onto
+		if err := tx.QueryRowContext(ctx, sqlLastAudit).Scan(&base.id, &base.hash); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return dbErr(ctx, ops[0], err)
 		}
+		prev := base.hash
 		for _, t := range touches {
 			if _, err := touch(ctx, tx, ops[0], t.conv, t.at); err != nil {
 				return err
@@ -141,8 +142,11 @@ func (s *Store) AppendAudits(ctx context.Context, entries ...AuditEntry) ([]int6
 			}
 			prev = r.hash
 		}
-		if tx.tail != nil {
-			*tx.tail = auditTail{id: ids[len(ids)-1], hash: prev}
+		if t := tx.tail; t != nil {
+			if t.id == 0 { // the first audit write of the batch to succeed
+				t.base = &base
+			}
+			t.id, t.hash = ids[len(ids)-1], prev
 		}
 		return nil
 	})
@@ -185,8 +189,9 @@ func (s *Store) prepareAudit(e *AuditEntry) error {
 // trigger stops allowing it: after that no row is ever sealed again, and a
 // row without a hash is one whose hash was removed.
 func sealAudit(ctx context.Context, tx execer, op string) (string, error) {
+	var id int64
 	var last string
-	err := tx.QueryRowContext(ctx, sqlLastAuditHash).Scan(&last)
+	err := tx.QueryRowContext(ctx, sqlLastAudit).Scan(&id, &last)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", nil

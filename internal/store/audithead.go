@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -83,6 +84,7 @@ type auditHead struct {
 type auditAnchor struct {
 	keyPath, headPath string
 	key               []byte
+	macs              sync.Pool // of hash.Hash: HMAC-SHA256 states under key
 	mu                sync.Mutex
 	head              *os.File // the head, open for writing; nil when there is none to keep
 	err               error    // the last failure to write the head (reported by Close)
@@ -265,9 +267,22 @@ func (a *auditAnchor) rowHash(r auditRecord) string {
 	for _, s := range []string{r.paths, r.hosts, r.addresses, r.prevHash} {
 		str(s)
 	}
-	m := hmac.New(sha256.New, a.key)
+	return a.mac(b)
+}
+
+// mac is the hex HMAC-SHA256 of b under the key. Keyed states are reused:
+// making one hashes the key twice.
+func (a *auditAnchor) mac(b []byte) string {
+	m, _ := a.macs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, a.key)
+	}
 	m.Write(b)
-	return hex.EncodeToString(m.Sum(nil))
+	var sum [sha256.Size]byte
+	out := hex.EncodeToString(m.Sum(sum[:0]))
+	m.Reset()
+	a.macs.Put(m)
+	return out
 }
 
 // keyedOK reports whether r's hash is its keyed hash.
@@ -279,11 +294,7 @@ func headBody(h auditHead) string {
 	return fmt.Sprintf("%s\nfrom %d\nid %d\nhash %s\n", auditHeadTag, h.From, h.ID, h.Hash)
 }
 
-func (a *auditAnchor) headMAC(body string) string {
-	m := hmac.New(sha256.New, a.key)
-	m.Write([]byte(body))
-	return hex.EncodeToString(m.Sum(nil))
-}
+func (a *auditAnchor) headMAC(body string) string { return a.mac([]byte(body)) }
 
 // encodeHead is a head record: four lines, then their MAC, padded with
 // newlines to headRecordSize.
@@ -368,17 +379,20 @@ func createHeadFile(path string, data []byte) error {
 	return nil
 }
 
-// auditTail is the last audit row a batch's transaction wrote.
+// auditTail is the last audit row a batch's transaction wrote, and the row
+// its first audit write chained onto (the last row before the batch).
 type auditTail struct {
 	id   int64
 	hash string
+	base *auditTail
 }
 
 // advanceHead moves the head to the row t (just committed), if the head is
-// behind it and the database still holds the row the head names. A head
-// that is missing, was replaced by another file, or does not verify is left
-// as it is, for VerifyAudit to report; a failure to write is kept for Close
-// (the head then lags, which VerifyAudit accepts).
+// behind it and the database holds the row the head names: the batch
+// chained onto it, or it is there still. A head that is missing or does not
+// verify is left as it is, for VerifyAudit to report, as is one that was
+// replaced (the write goes to the file opened at Open); a failure to write
+// is kept for Close (the head then lags, which VerifyAudit accepts).
 func (s *Store) advanceHead(ctx context.Context, t auditTail) {
 	a := s.anchor
 	if a == nil || t.id == 0 {
@@ -392,12 +406,7 @@ func (s *Store) advanceHead(ctx context.Context, t auditTail) {
 	}
 	unlock := lockFile(f, true)
 	defer unlock()
-	if fi, err := f.Stat(); err != nil {
-		return
-	} else if li, err := os.Lstat(a.headPath); err != nil || !os.SameFile(fi, li) {
-		return // removed or replaced since Open
-	}
-	buf := make([]byte, maxAnchorFile)
+	buf := make([]byte, headRecordSize+1) // more is not a record buddy wrote
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		a.err = err
@@ -407,7 +416,7 @@ func (s *Store) advanceHead(ctx context.Context, t auditTail) {
 	if err != nil || cur.ID >= t.id {
 		return
 	}
-	if cur.ID > 0 {
+	if b := t.base; cur.ID > 0 && (b == nil || b.id != cur.ID || b.hash != cur.Hash) {
 		var hash string
 		err := s.writeRow(ctx, sqlAuditHashAt, cur.ID).Scan(&hash)
 		if err != nil || hash != cur.Hash {

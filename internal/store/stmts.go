@@ -35,9 +35,9 @@ const (
 			FROM approvals WHERE id = ?`
 	sqlDecideApproval = `UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?
 			WHERE id = ? AND status = 'pending'`
-	sqlLastAuditHash = `SELECT hash FROM audit ORDER BY id DESC LIMIT 1`
-	sqlAuditHashAt   = `SELECT hash FROM audit WHERE id = ?`
-	sqlInsertAudit   = `INSERT INTO audit (time, kind, conversation, skill, version, module_sha256,
+	sqlLastAudit   = `SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1`
+	sqlAuditHashAt = `SELECT hash FROM audit WHERE id = ?`
+	sqlInsertAudit = `INSERT INTO audit (time, kind, conversation, skill, version, module_sha256,
 					arguments_hash, outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out,
 					bytes_read, bytes_written, paths, hosts, addresses, prev_hash, hash)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -55,7 +55,7 @@ const (
 
 var (
 	preparedWrites = []string{sqlSavepoint, sqlRelease, sqlRollbackTo, sqlTouch, sqlInsertConversation,
-		sqlInsertMessage, sqlInsertApproval, sqlApprovalState, sqlDecideApproval, sqlLastAuditHash, sqlAuditHashAt, sqlInsertAudit}
+		sqlInsertMessage, sqlInsertApproval, sqlApprovalState, sqlDecideApproval, sqlLastAudit, sqlAuditHashAt, sqlInsertAudit}
 	preparedReads = []string{sqlSkillsFingerprint, sqlGetConversation, sqlGetApproval}
 )
 
