@@ -85,7 +85,7 @@ func (s *Store) AppendAudits(ctx context.Context, entries ...AuditEntry) ([]int6
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	entries = slices.Clone(entries) // filled in below, perhaps after returning
+	entries = slices.Clone(entries) // defaults filled in; read by the write, perhaps after returning
 	for i := range entries {
 		if err := s.prepareAudit(&entries[i]); err != nil {
 			return nil, err

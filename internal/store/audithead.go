@@ -46,13 +46,13 @@ import (
 // never runs ahead of its rows, so a reader that reads the head and then the
 // rows sees the head's row; the rows may run past the head (a crash between
 // the commit and the write, another process appending while VerifyAudit
-// reads). A head is only moved forward, and only when the database still
-// holds the row it names with the hash it names: a log cut behind buddy's
-// back is never re-anchored by the next append.
+// reads). A head is only moved forward, and only when the database holds
+// the row it names with the hash it names: a log cut behind buddy's back is
+// never re-anchored by the next append.
 //
 // Open anchors a log that has no head yet (a new database, or the upgrade
 // that seals the rows written before v3), and never one that already holds
-// keyed rows: that head was removed, and VerifyAudit says so.
+// keyed rows or was emptied: that head was removed, and VerifyAudit says so.
 
 const (
 	auditKeySuffix  = ".audit-key"
