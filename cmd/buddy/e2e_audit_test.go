@@ -87,6 +87,58 @@ allowed_directories = [`+q(dir)+`]
 	}
 }
 
+// TestAuditVerifyRedTeam: the two cheap forgeries found against the
+// unkeyed chain, through the real `buddy audit verify`: blanking every hash
+// (the rows passed for rows from before the chain, and the next call sealed
+// them again), and deleting the last rows with the AUTOINCREMENT counter
+// rewritten. Both exit 14 and name the problem, and a later call changes
+// nothing to that.
+func TestAuditVerifyRedTeam(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, stmt string
+		want       [2]string // the detail before and after another call
+	}{
+		{"every hash blanked", "UPDATE audit SET prev_hash = '', hash = ''", [2]string{
+			"first problem at row 1: edited: it has no hash",
+			"first problem at row 1: edited: it has no hash",
+		}},
+		{"last rows deleted, counter rewritten",
+			"DELETE FROM audit WHERE id > 3; UPDATE sqlite_sequence SET seq = 3 WHERE name = 'audit'", [2]string{
+				"first problem at the end of the log: deleted: rows 4 to 5 (the end of the log) are missing",
+				"first problem at the end of the log: deleted: row 5 (the end of the log) is missing", // the call wrote a new row 4
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t)
+			dir := filepath.Join(s.dir, "files")
+			write(t, filepath.Join(dir, "a.txt"), "a\n")
+			cfg := write(t, filepath.Join(s.dir, "audit.toml"), `
+[skills.read_file]
+allowed_directories = [`+q(dir)+`]
+`)
+			// Two config rows (the first open notes the defaults), then
+			// three calls: 5 rows.
+			for range 3 {
+				s.run(t, "skill", "run", "read_file", "--config", cfg, "--input", `{"path":"a.txt"}`).ok(t)
+			}
+			if out := s.run(t, "audit", "verify", "--config", cfg).ok(t); out != "audit log intact: 5 rows chained\n" {
+				t.Fatalf("audit verify: %q", out)
+			}
+			tamperAudit(t, filepath.Join(s.dataDir(), "buddy.db"), tc.stmt)
+			for _, want := range tc.want {
+				detail := s.run(t, "audit", "verify", "--config", cfg).fails(t, errs.KindTampered)
+				if !strings.Contains(detail, want) {
+					t.Fatalf("verify detail %q, want %q", detail, want)
+				}
+				s.run(t, "skill", "run", "read_file", "--config", cfg, "--input", `{"path":"a.txt"}`).ok(t)
+			}
+		})
+	}
+}
+
 // tamperAudit edits the audit log of the database at path directly, as any
 // process with the user's rights could: it drops the append-only trigger
 // and runs stmt.

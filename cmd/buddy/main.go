@@ -98,7 +98,7 @@ Usage:
   buddy serve [--listen ADDR]         HTTP + WebSocket server (docs/PROTOCOL.md)
   buddy token [--rotate]              print (or replace) the server's token
   buddy audit list [--conversation ID] [--limit N] [--json]
-  buddy audit verify                  check the audit log's hash chain (exit 14: tampered)
+  buddy audit verify                  check the audit log's chain and head (exit 14: tampered)
   buddy mcp                           the skills over MCP on stdin/stdout, for MCP clients
   buddy mcp forget                    clear what MCP clients have read (their taint) and their SKILL.md bindings
   buddy chat [--url URL] [--conversation ID]

@@ -296,7 +296,8 @@ func (s *Store) commitBatch(batch []*batchReq) {
 		return
 	}
 	defer sqlTx.Rollback() // a no-op after Commit
-	tx := txn{Tx: sqlTx, prepared: s.writes}
+	var tail auditTail     // the last audit row written, for the head
+	tx := txn{Tx: sqlTx, prepared: s.writes, tail: &tail}
 	for _, r := range batch {
 		if r.err != nil || canceled(r) {
 			continue
@@ -326,7 +327,11 @@ func (s *Store) commitBatch(batch []*batchReq) {
 	}
 	if err := tx.Commit(); err != nil {
 		failAll(err)
+		return
 	}
+	// Before the writers hear of their commit: an acknowledged audit row
+	// is one the head covers.
+	s.advanceHead(ctx, tail)
 }
 
 // runFn runs one write's function, turning a panic into an internal error so

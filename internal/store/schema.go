@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -26,6 +28,9 @@ const applicationID = 0x42554459
 type migration struct {
 	name string
 	sql  string
+	// before, when set, runs in the migration's transaction before sql:
+	// work SQL cannot do (hashing rows).
+	before func(ctx context.Context, tx *sql.Tx) error
 }
 
 // migrations is the schema, one entry per version: migrations[0] brings a new
@@ -34,8 +39,9 @@ var migrations = []migration{
 	{name: "installed skills, kv, memories", sql: schemaV1},
 	{name: "conversations, messages, approvals, audit", sql: schemaV2},
 	{name: "audit hash chain, kinds, paths and hosts touched", sql: schemaV3},
-	{name: "conversation state; the module an approval was asked about", sql: schemaV4},
-	{name: "summaries of compacted messages; token usage per model request", sql: schemaV5},
+	{name: "audit log sealed once, keyed and anchored", sql: schemaV4, before: sealLegacyAudit},
+	{name: "conversation state; the module an approval was asked about", sql: schemaV5},
+	{name: "summaries of compacted messages; token usage per model request", sql: schemaV6},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -248,8 +254,9 @@ END;
 // own (hash: SHA-256 over a canonical encoding of the row, prev_hash
 // included; see audit.go). kind says what the row records (an invocation, an
 // approval, an install, a removal, a configuration seen at start). Rows
-// written before this version have no hash: the first append after the
-// upgrade seals them in order, which is the one update the trigger allows.
+// written before this version have no hash: under v3 the first append after
+// the upgrade sealed them in order, which was the one update the trigger
+// allowed (since v4, the migration does, once).
 const schemaV3 = `
 ALTER TABLE audit ADD COLUMN kind TEXT NOT NULL DEFAULT 'invocation';
 ALTER TABLE audit ADD COLUMN bytes_read INTEGER NOT NULL DEFAULT 0;
@@ -268,12 +275,32 @@ CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit WHEN old.hash <> '' BEGI
 END;
 `
 
-// schemaV4: what the approval gate and the SKILL.md sessions must remember of
+// schemaV4: the audit log is sealed once and for all. The rows written
+// before v3 (no hash) are chained in order by the migration itself
+// (sealLegacyAudit, before this SQL); then the trigger refuses every update,
+// so no row is ever sealed again and a row without a hash is one whose hash
+// was removed. From this version on, rows are hashed with the audit key and
+// the log is anchored by the audit head (audithead.go), both files beside the
+// database, which Open creates after the migration.
+const schemaV4 = `
+DROP TRIGGER IF EXISTS audit_append_only;
+CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit BEGIN
+	SELECT RAISE(ABORT, 'audit rows are append-only');
+END;
+`
+
+// sealLegacyAudit seals the rows written before schema v3 (migration v4).
+func sealLegacyAudit(ctx context.Context, tx *sql.Tx) error {
+	_, err := sealAudit(ctx, tx, "sealing the audit rows written before schema v3")
+	return err
+}
+
+// schemaV5: what the approval gate and the SKILL.md sessions must remember of
 // a conversation across restarts (conversation_state: its private reads, its
 // "once" approvals, the SKILL.md skills binding it; state.go), keyed by a
 // scope that is a conversation id or a shared scope ("mcp") and so not a
 // foreign key; and the sha256 of the module each approval was asked about.
-const schemaV4 = `
+const schemaV5 = `
 CREATE TABLE conversation_state (
 	scope      TEXT NOT NULL,
 	kind       TEXT NOT NULL,
@@ -286,13 +313,13 @@ CREATE TABLE conversation_state (
 ALTER TABLE approvals ADD COLUMN module_sha256 TEXT NOT NULL DEFAULT '';
 `
 
-// schemaV5: what keeps a conversation inside the model's window. A summary
+// schemaV6: what keeps a conversation inside the model's window. A summary
 // message (role "summary") stands for the messages covers_from..covers_to,
 // which stay stored; meta is the compaction's record (JSON). usage is one
 // row per model request: the tokens the provider reported (or buddy
 // estimated, reported = 0), the window it was sent into, and its cost in
 // millionths of a dollar where prices are set.
-const schemaV5 = `
+const schemaV6 = `
 ALTER TABLE messages ADD COLUMN covers_from INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN covers_to INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN meta TEXT;
@@ -343,6 +370,21 @@ func (s *Store) migrate(ctx context.Context) error {
 	check.Rollback() // read only; journal_mode cannot change inside a transaction
 	if err != nil {
 		return openErr(s.path, err)
+	}
+	if version < auditAnchorSchema && LatestSchemaVersion() >= auditAnchorSchema && exists(s.auditHead) {
+		// Only a database at auditAnchorSchema or later gets a head, and no
+		// buddy writes a lower version over it: migrating again would
+		// re-seal rows whose hashes were removed, and a new log would
+		// hide the one the head anchored.
+		key := strings.TrimSuffix(s.auditHead, auditHeadSuffix) + auditKeySuffix
+		what := fmt.Sprintf("its schema version is %d, but its audit log was anchored at version %d or later (%s exists): the version was set back",
+			version, auditAnchorSchema, s.auditHead)
+		if version == 0 {
+			what = fmt.Sprintf("it is new or empty, but the audit head %s anchors an audit log that was kept in it: the database was deleted or replaced", s.auditHead)
+		}
+		return errs.New(errs.ErrTampered, fmt.Sprintf(
+			"database %s: %s behind buddy's back; it was left untouched (to start afresh on purpose, move %s and %s aside)",
+			s.path, what, s.auditHead, key))
 	}
 	if appID != 0 && appID != applicationID {
 		return notBuddy(s.path, fmt.Sprintf("it belongs to another application (application_id %#x)", appID))
@@ -395,6 +437,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	for v := version; v < LatestSchemaVersion(); v++ {
 		m := migrations[v]
+		if m.before != nil {
+			if err := m.before(ctx, tx); err != nil {
+				return errs.Wrap(errs.ErrInternal, fmt.Sprintf("database %s: applying migration %d (%s)", s.path, v+1, m.name), err)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return errs.Wrap(errs.ErrInternal, fmt.Sprintf("database %s: applying migration %d (%s)", s.path, v+1, m.name), err)
 		}

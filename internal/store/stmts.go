@@ -35,8 +35,9 @@ const (
 			FROM approvals WHERE id = ?`
 	sqlDecideApproval = `UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?
 			WHERE id = ? AND status = 'pending'`
-	sqlLastAuditHash = `SELECT hash FROM audit ORDER BY id DESC LIMIT 1`
-	sqlInsertAudit   = `INSERT INTO audit (time, kind, conversation, skill, version, module_sha256,
+	sqlLastAudit   = `SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1`
+	sqlAuditHashAt = `SELECT hash FROM audit WHERE id = ?`
+	sqlInsertAudit = `INSERT INTO audit (time, kind, conversation, skill, version, module_sha256,
 					arguments_hash, outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out,
 					bytes_read, bytes_written, paths, hosts, addresses, prev_hash, hash)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -54,7 +55,7 @@ const (
 
 var (
 	preparedWrites = []string{sqlSavepoint, sqlRelease, sqlRollbackTo, sqlTouch, sqlInsertConversation,
-		sqlInsertMessage, sqlInsertApproval, sqlApprovalState, sqlDecideApproval, sqlLastAuditHash, sqlInsertAudit}
+		sqlInsertMessage, sqlInsertApproval, sqlApprovalState, sqlDecideApproval, sqlLastAudit, sqlAuditHashAt, sqlInsertAudit}
 	preparedReads = []string{sqlSkillsFingerprint, sqlGetConversation, sqlGetApproval}
 )
 
@@ -101,6 +102,9 @@ type execer interface {
 type txn struct {
 	*sql.Tx
 	prepared statements
+	// tail is where AppendAudits leaves the last audit row it wrote, for
+	// the head update after the commit (nil outside a batch).
+	tail *auditTail
 }
 
 func (t txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
@@ -122,6 +126,16 @@ func (t txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 		return t.Tx.StmtContext(ctx, p).QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, q, args...)
+}
+
+// writeRow runs a read on the writer, outside any transaction (the head's
+// check after a commit, audithead.go), prepared if it is one of
+// preparedWrites.
+func (s *Store) writeRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if p := s.writes[q]; p != nil {
+		return p.QueryRowContext(ctx, args...)
+	}
+	return s.writer.QueryRowContext(ctx, q, args...)
 }
 
 // readRow runs a read on the reader pool, prepared if it is one of

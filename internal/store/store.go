@@ -58,6 +58,18 @@
 // has quotas (Options); a write that would exceed one fails with a *QuotaError,
 // which matches errs.ErrTooLarge, and changes nothing. Usage is kept per namespace
 // by triggers, so checking a quota costs one row lookup.
+//
+// # Audit log
+//
+// Audit rows are append-only and chained, each hashed with a key kept beside
+// the database (<db>.audit-key) that SQL access to the database does not
+// give; a head file (<db>.audit-head) records the log's last row under the
+// same key, so that a log cut short is seen. VerifyAudit checks both
+// (audit.go, audithead.go; docs/RATIONALE.md, "The audit log: chain, key and
+// head").
+//
+//	rep, err := st.VerifyAudit(ctx)
+//	if rep.Problem != nil { ... } // the first row edited, deleted, inserted, reordered; or the head
 package store
 
 import (
@@ -171,6 +183,11 @@ type Store struct {
 	writes statements  // prepared on the writer (stmts.go)
 	reads  statements  // prepared on the readers
 	stamp  skillsStamp // installed_skills' change stamp (stamp.go)
+	// auditHead is the audit head's path (named after the real path);
+	// anchor is the audit key and head, nil only for a database opened at a
+	// schema before the key (tests) (audithead.go).
+	auditHead string
+	anchor    *auditAnchor
 	// fingerprints counts SkillsFingerprint's queries (for tests).
 	fingerprints atomic.Int64
 }
@@ -184,7 +201,14 @@ type Store struct {
 // records which module each installed skill runs. Open fails with an errs.ErrConfig error,
 // and leaves the file as it was, when the file is not a SQLite database, is
 // truncated, belongs to another application, or has a schema version newer than
-// this buddy knows.
+// this buddy knows; with an errs.ErrTampered error when the schema version was
+// set back below the version that anchored its audit log (an audit head
+// exists beside it).
+//
+// Beside the database Open keeps the audit key (<db>.audit-key, created 0600
+// at first use; one that others may read or write is refused with an
+// errs.ErrConfig error naming the chmod) and the audit head
+// (<db>.audit-head), which anchor the audit log (audithead.go).
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -193,8 +217,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := osfile.PrivateDir(filepath.Dir(abs)); err != nil {
 		return nil, errs.Wrap(errs.ErrConfig, "the database directory", err)
 	}
-	// Files named after the database (its setup lock, its skills stamp)
-	// are named after it with symlinks resolved.
+	// Files named after the database (its setup lock, its skills stamp,
+	// its audit key and head) are named after it with symlinks resolved.
 	real := osfile.RealPath(abs)
 	unlock, err := setupLock(ctx, real)
 	if err != nil {
@@ -213,7 +237,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, errs.Wrap(errs.ErrConfig, "the database file", err)
 	}
 
-	s := &Store{path: abs, opts: opts.withDefaults(), now: time.Now, stamp: skillsStamp{path: real + stampSuffix}}
+	s := &Store{path: abs, opts: opts.withDefaults(), now: time.Now, stamp: skillsStamp{path: real + stampSuffix},
+		auditHead: real + auditHeadSuffix}
 	s.writer, err = openPool(abs, true)
 	if err != nil {
 		return nil, openErr(abs, err)
@@ -233,6 +258,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.stampSkills(); err != nil {
 		s.writer.Close()
 		return nil, errs.Wrap(errs.ErrConfig, "the skills stamp", err)
+	}
+	if LatestSchemaVersion() >= auditAnchorSchema {
+		if err := s.openAuditAnchor(ctx, real); err != nil {
+			s.anchor.close()
+			s.writer.Close()
+			return nil, err
+		}
 	}
 
 	s.reader, err = openPool(abs, false)
@@ -254,7 +286,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // Close closes the database. The last connection to close checkpoints the WAL.
 func (s *Store) Close() error {
-	err := errors.Join(s.reads.close(), s.writes.close())
+	err := errors.Join(s.reads.close(), s.writes.close(), s.anchor.close())
 	if s.reader != nil {
 		err = errors.Join(err, s.reader.Close())
 	}
