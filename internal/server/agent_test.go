@@ -507,9 +507,9 @@ func TestAgentCancelKeepsTheConversation(t *testing.T) {
 	if _, done := c.turn(conv, nil); done.str("reason") != "final" {
 		t.Fatalf("after cancel, the next turn: %v", done)
 	}
-	// The cut text was kept in the history the model sees.
+	// The cut text was kept in the history the model sees, marked as cut.
 	msgs := llm.requests()[1].Messages
-	if len(msgs) != 4 || msgs[0].Role != "system" || fmt.Sprint(msgs[2].Content) != "Thinking" || fmt.Sprint(msgs[3].Content) != "never mind" {
+	if len(msgs) != 4 || msgs[0].Role != "system" || fmt.Sprint(msgs[2].Content) != "Thinking\n[this answer was cut short (canceled): the turn was canceled before the answer was complete]" || fmt.Sprint(msgs[3].Content) != "never mind" {
 		t.Errorf("history after cancel: %+v", msgs)
 	}
 }
