@@ -51,7 +51,9 @@ func (a *app) mcpCommand(ctx context.Context, args []string) error {
 	defer srv.Close()
 	go srv.Watch(ctx)
 	log.Info("serving MCP on stdio", "config", e.cfg.Path, "tools", len(srv.Tools()), "approval", e.cfg.MCP.Approval)
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+	// A line over [server] max_message_bytes, or not JSON-RPC, is answered
+	// with a JSON-RPC error and the session reads on (mcpserver.Stdio).
+	err = srv.Run(ctx, srv.Stdio(a.stdin, a.stdout))
 	if ctx.Err() != nil || err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil // the client hung up, or Ctrl-C / SIGTERM
 	}
@@ -68,15 +70,11 @@ func newMCPServer(ctx context.Context, e *env, log *slog.Logger,
 		},
 		Fallback:        fallback,
 		NewConversation: newConversation,
-		MaxBodyBytes:    e.cfg.Server.MaxMessageBytes,
+		MaxMessageBytes: e.cfg.Server.MaxMessageBytes,
 		Version:         version,
 		Logger:          log,
 	})
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // ttyMu keeps two questions from sharing the terminal at once.
 var ttyMu sync.Mutex

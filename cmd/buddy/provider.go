@@ -30,6 +30,7 @@ func newProvider(p config.Provider) (agent.Provider, error) {
 		return openai.New(openai.Options{
 			BaseURL: p.BaseURL, Model: p.Model, APIKey: key, Timeout: p.Timeout,
 			Temperature: p.Temperature, MaxTokens: p.MaxTokens,
+			MaxAnswerBytes: p.MaxAnswerBytes, MaxToolCalls: p.MaxToolCalls,
 		})
 	case "anthropic":
 		if key == "" {
@@ -38,6 +39,7 @@ func newProvider(p config.Provider) (agent.Provider, error) {
 		return anthropic.New(anthropic.Options{
 			BaseURL: p.BaseURL, Model: p.Model, APIKey: key, Timeout: p.Timeout,
 			Temperature: p.Temperature, MaxTokens: p.MaxTokens,
+			MaxAnswerBytes: p.MaxAnswerBytes, MaxToolCalls: p.MaxToolCalls,
 		})
 	}
 	return nil, errs.New(errs.ErrConfig, fmt.Sprintf("provider.kind %q is not known", p.Kind))

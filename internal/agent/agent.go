@@ -167,11 +167,11 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				a.keepPartial(ctx, conversation, streamed.String(), sink, &out)
+				a.keepPartial(ctx, conversation, streamed.String(), errs.New(errs.ErrCanceled, "the turn was canceled before the answer was complete"), sink, &out)
 				out.Reason = ReasonCanceled
 				return out
 			}
-			a.keepPartial(ctx, conversation, streamed.String(), sink, &out)
+			a.keepPartial(ctx, conversation, streamed.String(), err, sink, &out)
 			return a.fail(out, err)
 		}
 		msgText := streamed.String()
@@ -226,14 +226,36 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 	return out
 }
 
-// keepPartial stores and shows the text streamed before a turn was cut.
-func (a *Agent) keepPartial(ctx context.Context, conversation, text string, sink Sink, out *Outcome) {
+// keepPartial stores and shows the text streamed before a model call
+// failed (a cap, an upstream failure, a cancel): the client has seen it, so
+// it stays in the conversation, marked as cut by why (the row's error kind
+// and detail). Tool calls of a cut answer are neither made nor kept. The
+// model sees a cut answer shortened and marked (history).
+func (a *Agent) keepPartial(ctx context.Context, conversation, text string, why error, sink Sink, out *Outcome) {
 	if text == "" {
 		return
 	}
 	sink.Message(string(RoleAssistant), text)
 	out.Text = text
-	_ = a.storeAssistant(context.WithoutCancel(ctx), conversation, text, nil)
+	m := store.Message{Conversation: conversation, Role: string(RoleAssistant), Text: text,
+		ErrorKind: string(errs.KindOf(why)), ErrorDetail: why.Error()}
+	if _, err := a.opts.History.AppendMessage(context.WithoutCancel(ctx), m); err != nil {
+		a.opts.Logger.Error("storing a cut answer", "conversation", conversation, "err", err)
+	}
+}
+
+// cutAnswer is a cut answer as the model sees it again: at most
+// MaxResultBytes of it (on a rune boundary), then a note saying it was cut
+// and why. However much was kept, the next turn's request stays small.
+func (a *Agent) cutAnswer(text, kind, detail string) string {
+	if max := a.opts.MaxResultBytes; len(text) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + fmt.Sprintf("\n[… %d more bytes]", len(text)-cut)
+	}
+	return text + fmt.Sprintf("\n[this answer was cut short (%s): %s]", kind, clip(detail, 300))
 }
 
 func (a *Agent) fail(out Outcome, err error) Outcome {
@@ -374,6 +396,9 @@ func (a *Agent) history(ctx context.Context, conversation string) ([]Message, er
 			out = append(out, Message{Role: RoleUser, Text: r.Text})
 		case RoleAssistant:
 			m := Message{Role: RoleAssistant, Text: r.Text}
+			if r.ErrorKind != "" {
+				m.Text = a.cutAnswer(r.Text, r.ErrorKind, r.ErrorDetail)
+			}
 			if len(r.ToolCalls) > 0 {
 				if err := json.Unmarshal(r.ToolCalls, &m.ToolCalls); err != nil {
 					return nil, fmt.Errorf("stored tool calls of the conversation: %w", err)

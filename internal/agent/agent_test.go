@@ -479,3 +479,83 @@ func TestNoProviderError(t *testing.T) {
 		t.Fatalf("ErrNoProvider = %v (%s)", agent.ErrNoProvider, errs.KindOf(agent.ErrNoProvider))
 	}
 }
+
+// TestCutAnswersAreKeptMarked: the text streamed before a model call failed
+// stays in the conversation, marked with why it stopped; the model sees it
+// again shortened, with a note that it was cut; a complete answer is seen
+// whole.
+func TestCutAnswersAreKeptMarked(t *testing.T) {
+	long := strings.Repeat("é", 5000) // 10,000 bytes
+	for _, tc := range []struct {
+		name   string
+		shown  string
+		err    error
+		cancel bool
+		kind   errs.Kind
+	}{
+		{name: "over a cap", shown: long, err: errs.New(errs.ErrTooLarge, "the model's answer is over [provider] max_answer_bytes (10 KiB)"), kind: errs.KindTooLarge},
+		{name: "upstream failure", shown: "partial ", err: errs.New(errs.ErrUnavailable, "the stream broke off midway"), kind: errs.KindUnavailable},
+		{name: "canceled", shown: "Let me th", cancel: true, kind: errs.KindCanceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOpts{})
+			ctx, cancel := context.WithCancel(t.Context())
+			s := &script{steps: []step{
+				func(ctx context.Context, _ agent.Request, onText func(string)) (*agent.Response, error) {
+					onText(tc.shown[:len(tc.shown)/2])
+					onText(tc.shown[len(tc.shown)/2:])
+					if tc.cancel {
+						cancel()
+						return nil, errs.Wrap(errs.ErrCanceled, "the model call was canceled", ctx.Err())
+					}
+					return nil, tc.err
+				},
+				say("Again."),
+			}}
+			a := e.agent(s.provider(), func(o *agent.Options) { o.MaxResultBytes = 1001 })
+			sink := &recSink{}
+			out := a.Turn(ctx, e.conv, "first", sink)
+			if tc.cancel {
+				if out.Reason != agent.ReasonCanceled {
+					t.Fatalf("outcome %+v", out)
+				}
+			} else if out.Reason != agent.ReasonError || errs.KindOf(out.Err) != tc.kind {
+				t.Fatalf("outcome %+v", out)
+			}
+			// The client was shown the text, closed by a message.
+			if msgs := sink.of("message"); len(msgs) != 1 || msgs[0].text != "assistant:"+tc.shown {
+				t.Errorf("messages %.200v", msgs)
+			}
+			if out := a.Turn(t.Context(), e.conv, "second", &recSink{}); out.Reason != agent.ReasonFinal {
+				t.Fatalf("the next turn: %+v", out)
+			}
+			// Stored whole, marked.
+			rows, err := e.st.Messages(t.Context(), e.conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rows[1]; r.Role != "assistant" || r.Text != tc.shown || r.ErrorKind != string(tc.kind) || r.ErrorDetail == "" || len(r.ToolCalls) != 0 {
+				t.Errorf("stored %+v", r)
+			}
+			// Sent again shortened and marked.
+			req := s.requests()[1]
+			checkValid(t, req)
+			got := req.Messages[1].Text
+			body, note, ok := strings.Cut(got, "\n[this answer was cut short ("+string(tc.kind)+"): ")
+			if !ok || !utf8.ValidString(got) {
+				t.Fatalf("sent %.80q…, want a note that it was cut", got)
+			}
+			if len(tc.shown) > 1001 {
+				kept, more, _ := strings.Cut(body, "\n[… ")
+				if len(kept) > 1001 || len(kept) < 990 || !strings.HasPrefix(tc.shown, kept) || more != fmt.Sprintf("%d more bytes]", len(tc.shown)-len(kept)) {
+					t.Errorf("sent %d bytes then %q, want a prefix of at most 1001", len(kept), more)
+				}
+			} else if body != tc.shown {
+				t.Errorf("sent %q, want %q", body, tc.shown)
+			}
+			if !strings.HasSuffix(note, "]") {
+				t.Errorf("note %q", note)
+			}
+		})
+	}
+}

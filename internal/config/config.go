@@ -87,6 +87,12 @@ type Provider struct {
 	MaxTokens int64
 	// SystemPrompt replaces the built-in system prompt when not "".
 	SystemPrompt string
+	// MaxAnswerBytes caps what one model answer may stream: its text and
+	// its tool calls' names and arguments together, and, separately, the
+	// reasoning text buddy reads but does not keep; default 1 MiB.
+	MaxAnswerBytes int64
+	// MaxToolCalls caps the tool calls of one answer; default 64.
+	MaxToolCalls int
 }
 
 // Storage is [storage].
@@ -187,6 +193,13 @@ const (
 	DefaultApprovalTimeout = 60 * time.Second
 	DefaultProviderTimeout = 2 * time.Minute
 	DefaultMaxIterations   = 10
+	// DefaultMaxAnswerBytes is [provider] max_answer_bytes when unset: about
+	// twice the longest answer a model of today can write (128k output
+	// tokens of about 4 bytes each), and little enough to keep and send back.
+	DefaultMaxAnswerBytes = 1 << 20
+	// DefaultMaxToolCalls is [provider] max_tool_calls when unset: far more
+	// than a model asks for at once, few enough to read through.
+	DefaultMaxToolCalls = 64
 	// Base URLs when [provider] base_url is left out: each SDK's own form
 	// (openai's ends in /v1, anthropic's is the API root).
 	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
@@ -208,15 +221,17 @@ type file struct {
 		MaxConnections  *int64   `toml:"max_connections"`
 	} `toml:"server"`
 	Provider *struct {
-		Kind          *string  `toml:"kind"`
-		BaseURL       *string  `toml:"base_url"`
-		Model         *string  `toml:"model"`
-		APIKeyEnv     *string  `toml:"api_key_env"`
-		Timeout       *string  `toml:"timeout"`
-		MaxIterations *int64   `toml:"max_iterations"`
-		Temperature   *float64 `toml:"temperature"`
-		MaxTokens     *int64   `toml:"max_tokens"`
-		SystemPrompt  *string  `toml:"system_prompt"`
+		Kind           *string  `toml:"kind"`
+		BaseURL        *string  `toml:"base_url"`
+		Model          *string  `toml:"model"`
+		APIKeyEnv      *string  `toml:"api_key_env"`
+		Timeout        *string  `toml:"timeout"`
+		MaxIterations  *int64   `toml:"max_iterations"`
+		Temperature    *float64 `toml:"temperature"`
+		MaxTokens      *int64   `toml:"max_tokens"`
+		SystemPrompt   *string  `toml:"system_prompt"`
+		MaxAnswerBytes *int64   `toml:"max_answer_bytes"`
+		MaxToolCalls   *int64   `toml:"max_tool_calls"`
 	} `toml:"provider"`
 	Storage *struct {
 		DataDir *string `toml:"data_dir"`
@@ -292,6 +307,12 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Provider.MaxIterations == 0 {
 		c.Provider.MaxIterations = DefaultMaxIterations
+	}
+	if c.Provider.MaxAnswerBytes == 0 {
+		c.Provider.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if c.Provider.MaxToolCalls == 0 {
+		c.Provider.MaxToolCalls = DefaultMaxToolCalls
 	}
 	if c.Storage.DataDir == "" {
 		c.Storage.DataDir = defaultDataDir()
@@ -508,6 +529,8 @@ func Parse(data []byte) (*Config, error) {
 		if p.SystemPrompt != nil {
 			c.Provider.SystemPrompt = *p.SystemPrompt
 		}
+		c.Provider.MaxAnswerBytes = v.positive(p.MaxAnswerBytes, "provider.max_answer_bytes", 1<<30)
+		c.Provider.MaxToolCalls = int(v.positive(p.MaxToolCalls, "provider.max_tool_calls", 1024))
 	}
 	if s := f.Storage; s != nil {
 		c.Storage.DataDir = v.path(s.DataDir, "storage.data_dir")

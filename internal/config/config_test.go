@@ -194,7 +194,8 @@ func TestServerProviderUnaffectedBySkills(t *testing.T) {
 		MaxConnections:  DefaultMaxConnections,
 	}
 	wantProvider := Provider{Kind: "anthropic", BaseURL: "https://api.anthropic.com", Model: "claude-x",
-		APIKeyEnv: "ANTHROPIC_API_KEY", Timeout: 90 * time.Second, MaxIterations: 4}
+		APIKeyEnv: "ANTHROPIC_API_KEY", Timeout: 90 * time.Second, MaxIterations: 4,
+		MaxAnswerBytes: DefaultMaxAnswerBytes, MaxToolCalls: DefaultMaxToolCalls}
 	check := func(t *testing.T, c *Config) {
 		t.Helper()
 		if fmt.Sprintf("%#v", c.Server) != fmt.Sprintf("%#v", wantServer) {
@@ -456,6 +457,10 @@ func TestValues(t *testing.T) {
 		{"origin scheme only", "[server]\nallowed_origins = [\"https://\"]\n", "server.allowed_origins[0]", "allowed_origins", "must be an origin"},
 		{"origin userinfo", "[server]\nallowed_origins = [\"https://u@example.com\"]\n", "server.allowed_origins[0]", "allowed_origins", "must be an origin"},
 		{"max_message_bytes", "[server]\nmax_message_bytes = -1\n", "server.max_message_bytes", "max_message_bytes", "must be > 0"},
+		{"max_answer_bytes zero", "[provider]\nmax_answer_bytes = 0\n", "provider.max_answer_bytes", "max_answer_bytes", "must be > 0"},
+		{"max_answer_bytes huge", "[provider]\nmax_answer_bytes = 2147483648\n", "provider.max_answer_bytes", "max_answer_bytes", "must be <= 1073741824"},
+		{"max_tool_calls zero", "[provider]\nmax_tool_calls = 0\n", "provider.max_tool_calls", "max_tool_calls", "must be > 0"},
+		{"max_tool_calls huge", "[provider]\nmax_tool_calls = 1025\n", "provider.max_tool_calls", "max_tool_calls", "must be <= 1024"},
 		{"max_fuel zero", "[limits]\nmax_fuel = 0\n", "limits.max_fuel", "max_fuel", "must be > 0"},
 		{"max_fuel huge", "[limits]\nmax_fuel = 9223372036854775807\n", "limits.max_fuel", "max_fuel", "must be <="},
 		{"max_memory_mb 1", "[limits]\nmax_memory_mb = 1\n", "limits.max_memory_mb", "max_memory_mb", "at least 2"},
@@ -513,7 +518,7 @@ func TestDefaults(t *testing.T) {
 		t.Helper()
 		want := Config{
 			Server:   Server{Listen: DefaultListen, TokenFile: filepath.Join(dataDir, "token"), MaxMessageBytes: 1 << 20, WriteTimeout: 10 * time.Second, MaxConnections: DefaultMaxConnections},
-			Provider: Provider{Timeout: 2 * time.Minute, MaxIterations: 10},
+			Provider: Provider{Timeout: 2 * time.Minute, MaxIterations: 10, MaxAnswerBytes: 1 << 20, MaxToolCalls: 64},
 			Storage:  Storage{DataDir: dataDir, Path: filepath.Join(dataDir, "buddy.db")},
 			Limits: Limits{MaxFuel: 1e10, MaxMemoryMB: 256, MaxTimeout: 5 * time.Minute, MaxConcurrent: 2 * goruntime.GOMAXPROCS(0),
 				MaxReadBytes: 10 << 20, MaxWriteBytes: 10 << 20, MaxFetchBytes: 5 << 20, FetchTimeout: 10 * time.Second},

@@ -1,6 +1,7 @@
 // Package llm holds what the LLM providers (internal/llm/openai,
 // internal/llm/anthropic) share: turning an upstream failure into an error of
-// kind unavailable whose text says, in plain words, what happened.
+// kind unavailable whose text says, in plain words, what happened, and the
+// caps on what a provider may send (caps.go).
 package llm
 
 import (
@@ -47,10 +48,14 @@ func (e *StatusError) Error() string {
 // Upstream wraps a failed model call as errs.ErrUnavailable, saying which
 // API failed and how. status is the HTTP status when the provider answered
 // with one (0 otherwise); streaming tells whether part of the answer had
-// already arrived (a stream cut midway).
+// already arrived (a stream cut midway). A cap the answer broke (a
+// *TooLargeError from Options.Client) is returned as it is.
 func Upstream(api string, ctx context.Context, err error, status int, providerMsg string, streaming bool) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return errs.Wrap(errs.ErrCanceled, "the model call was canceled", err)
+	}
+	if tl := (*TooLargeError)(nil); errors.As(err, &tl) {
+		return tl
 	}
 	var detail string
 	var ne net.Error
@@ -118,6 +123,13 @@ type Options struct {
 	// MaxRetries on 429 and 5xx before the first token (honouring
 	// Retry-After); 0 means DefaultMaxRetries, a negative value none.
 	MaxRetries int
+	// MaxAnswerBytes caps one answer's text and tool calls together, and
+	// its reasoning apart; 0 means DefaultMaxAnswerBytes (caps.go).
+	MaxAnswerBytes int64
+	// MaxToolCalls caps the tool calls of one answer; 0 means
+	// DefaultMaxToolCalls.
+	MaxToolCalls int
+	// HTTPClient, if set, is the client to send with; Client wraps it.
 	HTTPClient *http.Client
 }
 

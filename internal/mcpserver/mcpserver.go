@@ -14,7 +14,7 @@
 //		Fallback: terminalAsker, // when the client cannot show a form; nil denies
 //	})
 //	go srv.Watch(ctx) // tools/list_changed on install and remove
-//	err = srv.Run(ctx, &mcp.StdioTransport{})
+//	err = srv.Run(ctx, srv.Stdio(os.Stdin, os.Stdout))
 //
 // Approval: the client's elicitation form when it declares the capability
 // (accept approves; decline and cancel deny), else Fallback, else a denial
@@ -69,9 +69,10 @@ type Options struct {
 	// Poll is how often the catalog is listed to notice skills installed
 	// or removed (Watch); default 2s.
 	Poll time.Duration
-	// MaxBodyBytes caps one HTTP request body on the Streamable HTTP
-	// transport; default 1 MiB.
-	MaxBodyBytes int64
+	// MaxMessageBytes caps one message: an HTTP request body on the
+	// Streamable HTTP transport (413 beyond it), a line on stdio (Stdio);
+	// default 1 MiB.
+	MaxMessageBytes int64
 	// Version is buddy's version, reported to clients.
 	Version string
 	Logger  *slog.Logger
@@ -86,8 +87,8 @@ const Scope = "mcp"
 
 // Defaults.
 const (
-	DefaultPoll         = 2 * time.Second
-	DefaultMaxBodyBytes = 1 << 20
+	DefaultPoll            = 2 * time.Second
+	DefaultMaxMessageBytes = 1 << 20
 	// maxDescribe caps the approval form's text.
 	maxDescribe = 16 << 10
 )
@@ -135,8 +136,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
 	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -181,7 +182,7 @@ func (s *Server) HTTPHandler() http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:                     s.log,
 		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        s.opts.MaxBodyBytes,
+		MaxRequestBodyBytes:        s.opts.MaxMessageBytes,
 		SessionTimeout:             time.Hour,
 	})
 }

@@ -147,9 +147,13 @@ func failsWith(code int) llmReply {
 }
 
 // withLLM makes the stack's agent talk to llm.
-func withLLM(t *testing.T, llm *fakeLLM) func(*server.Options) {
+func withLLM(t *testing.T, llm *fakeLLM, mod ...func(*openai.Options)) func(*server.Options) {
 	return func(o *server.Options) {
-		p, err := openai.New(openai.Options{BaseURL: llm.srv.URL + "/v1", Model: "fake", Timeout: frameWait})
+		po := openai.Options{BaseURL: llm.srv.URL + "/v1", Model: "fake", Timeout: frameWait}
+		for _, m := range mod {
+			m(&po)
+		}
+		p, err := openai.New(po)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,6 +427,53 @@ func TestAgentUpstreamFailureEndsTheTurn(t *testing.T) {
 	}
 }
 
+// TestAgentAnswerOverTheCap: the client sees the answer up to the cap,
+// then an error frame of kind too_large; the conversation keeps the part
+// shown, marked as cut, and goes on.
+func TestAgentAnswerOverTheCap(t *testing.T) {
+	a600, b600 := strings.Repeat("a", 600), strings.Repeat("b", 600)
+	llm := newFakeLLM(t, answers(a600, b600), answers("Shorter."))
+	s := newStack(t, stackOpts{server: withLLM(t, llm, func(o *openai.Options) { o.MaxAnswerBytes = 1024 })})
+	c := s.dial(t)
+	conv := c.sendText("", "write a lot")
+	frames, done := c.turn(conv, nil)
+	if done.str("reason") != "error" {
+		t.Fatalf("done %v, want reason error", done)
+	}
+	var shown strings.Builder
+	for _, d := range ofType(frames, "delta") {
+		shown.WriteString(d.str("text"))
+	}
+	if msgs := ofType(frames, "message"); shown.String() != a600 || len(msgs) != 1 || msgs[0].str("text") != a600 {
+		t.Errorf("shown %d bytes, messages %.100v", shown.Len(), msgs)
+	}
+	errsF := ofType(frames, "error")
+	if len(errsF) != 1 || errsF[0].str("kind") != "too_large" || !strings.Contains(errsF[0].str("detail"), "[provider] max_answer_bytes (1 KiB)") || errsF[0].str("conversation_id") != conv {
+		t.Fatalf("error frames %v", errsF)
+	}
+	status, body := s.request(t, http.MethodGet, "/api/conversations/"+conv, nil, nil)
+	var got struct {
+		Messages []struct {
+			Role  string `json:"role"`
+			Text  string `json:"text"`
+			Error *struct {
+				Kind string `json:"kind"`
+			} `json:"error"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &got); status != http.StatusOK || err != nil {
+		t.Fatalf("GET the conversation: %d %v", status, err)
+	}
+	if m := got.Messages; len(m) != 2 || m[1].Role != "assistant" || m[1].Text != a600 || m[1].Error == nil || m[1].Error.Kind != "too_large" {
+		t.Errorf("stored %.300s", body)
+	}
+	c.sendText(conv, "shorter, please")
+	frames, done = c.turn(conv, nil)
+	if done.str("reason") != "final" || ofType(frames, "message")[0].str("text") != "Shorter." {
+		t.Fatalf("after the cut answer: %v", frames)
+	}
+}
+
 func TestAgentPostMessage(t *testing.T) {
 	llm := newFakeLLM(t, callsTool("read_file", readArgs), answers("It says ", "buy oat milk."))
 	s := newStack(t, stackOpts{server: withLLM(t, llm)})
@@ -507,9 +558,9 @@ func TestAgentCancelKeepsTheConversation(t *testing.T) {
 	if _, done := c.turn(conv, nil); done.str("reason") != "final" {
 		t.Fatalf("after cancel, the next turn: %v", done)
 	}
-	// The cut text was kept in the history the model sees.
+	// The cut text was kept in the history the model sees, marked as cut.
 	msgs := llm.requests()[1].Messages
-	if len(msgs) != 4 || msgs[0].Role != "system" || fmt.Sprint(msgs[2].Content) != "Thinking" || fmt.Sprint(msgs[3].Content) != "never mind" {
+	if len(msgs) != 4 || msgs[0].Role != "system" || fmt.Sprint(msgs[2].Content) != "Thinking\n[this answer was cut short (canceled): the turn was canceled before the answer was complete]" || fmt.Sprint(msgs[3].Content) != "never mind" {
 		t.Errorf("history after cancel: %+v", msgs)
 	}
 }

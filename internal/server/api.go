@@ -138,7 +138,8 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	for _, m := range msgs {
 		j := messageJSON{ID: m.ID, Role: m.Role, Text: m.Text, ToolCalls: m.ToolCalls, CallID: m.CallID, Skill: m.Skill,
 			Arguments: m.Arguments, Fuel: m.Fuel, DurationMS: float64(m.DurationUS) / 1000, CreatedAt: m.CreatedAt}
-		if m.Role == "tool" {
+		switch {
+		case m.Role == "tool":
 			ok := m.OK
 			j.OK = &ok
 			switch {
@@ -149,6 +150,9 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 			default:
 				j.Error = &errorBody{Kind: m.ErrorKind, Detail: m.ErrorDetail}
 			}
+		case m.ErrorKind != "":
+			// An answer cut short: what was streamed, and why it stopped.
+			j.Error = &errorBody{Kind: m.ErrorKind, Detail: m.ErrorDetail}
 		}
 		mj = append(mj, j)
 	}

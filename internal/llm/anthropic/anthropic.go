@@ -1,5 +1,7 @@
 // Package anthropic is an agent.Provider for the Anthropic Messages API,
-// streamed, with tool_use / tool_result blocks, on the official SDK.
+// streamed, with tool_use / tool_result blocks, on the official SDK. What the
+// server sends is capped as it arrives (llm.Budget, llm.Options.Client):
+// past a cap the call fails with an *llm.TooLargeError.
 //
 //	p, err := anthropic.New(anthropic.Options{BaseURL: "https://api.anthropic.com", Model: "claude-sonnet-4-5", APIKey: key})
 //	resp, err := p.Stream(ctx, req, func(d string) { fmt.Print(d) })
@@ -51,9 +53,7 @@ func New(o Options) (*Provider, error) {
 		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(o.APIKey),
 		option.WithMaxRetries(o.MaxRetries),
-	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+		option.WithHTTPClient(o.Client()), // caps each event and error body
 	}
 	return &Provider{client: sdk.NewClient(opts...), opts: o}, nil
 }
@@ -79,6 +79,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 	stream := p.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 	blocks := map[int64]*block{}
+	budget := p.opts.Budget()
 	var stop string
 	got, stopped := false, false
 	for stream.Next() {
@@ -87,8 +88,23 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 		switch ev.Type {
 		case "content_block_start":
 			b := &block{kind: ev.ContentBlock.Type, id: ev.ContentBlock.ID, name: ev.ContentBlock.Name}
-			if b.kind == "tool_use" {
+			// Every block counts, whole, against the budget: the text or
+			// the call it starts with, and what it takes to keep it.
+			size := len(ev.ContentBlock.RawJSON())
+			var err error
+			switch b.kind {
+			case "tool_use":
+				if err = budget.Call(); err == nil {
+					err = budget.Arguments(b.name, size)
+				}
 				b.start = ev.ContentBlock.Input
+			case "thinking", "redacted_thinking":
+				err = budget.Reasoning(size)
+			default:
+				err = budget.Text(size)
+			}
+			if err != nil {
+				return nil, err
 			}
 			if b.kind == "text" && ev.ContentBlock.Text != "" {
 				b.text.WriteString(ev.ContentBlock.Text)
@@ -102,10 +118,21 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 			}
 			switch ev.Delta.Type {
 			case "text_delta":
+				if err := budget.Text(len(ev.Delta.Text)); err != nil {
+					return nil, err
+				}
 				b.text.WriteString(ev.Delta.Text)
 				onText(ev.Delta.Text)
 			case "input_json_delta":
+				if err := budget.Arguments(b.name, len(ev.Delta.PartialJSON)); err != nil {
+					return nil, err
+				}
 				b.input.WriteString(ev.Delta.PartialJSON)
+			case "thinking_delta", "signature_delta":
+				// Not kept, but read: counted all the same.
+				if err := budget.Reasoning(len(ev.Delta.Thinking) + len(ev.Delta.Signature)); err != nil {
+					return nil, err
+				}
 			}
 		case "message_delta":
 			if ev.Delta.StopReason != "" {

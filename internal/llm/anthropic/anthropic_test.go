@@ -14,6 +14,7 @@ import (
 
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/llm"
 	"github.com/buddy-run/buddy/internal/llm/anthropic"
 	"github.com/buddy-run/buddy/internal/llm/llmtest"
 )
@@ -251,6 +252,20 @@ func TestFailures(t *testing.T) {
 			sse(begin...)(w, r)
 			<-r.Context().Done()
 		}}, want: []string{"[provider] timeout"}, requests: 1, deltas: "Hel"},
+		{name: "a stream that sends nothing", timeout: 300 * time.Millisecond, handlers: []http.HandlerFunc{func(w http.ResponseWriter, r *http.Request) {
+			sse()(w, r)
+			<-r.Context().Done()
+		}}, want: []string{"[provider] timeout"}, requests: 1},
+		{name: "no answer at all", timeout: 300 * time.Millisecond, handlers: []http.HandlerFunc{func(_ http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}}, want: []string{"[provider] timeout"}, requests: 1},
+		{name: "pings and nothing else", timeout: 300 * time.Millisecond, handlers: []http.HandlerFunc{func(w http.ResponseWriter, r *http.Request) {
+			sse(start())(w, r)
+			for p := ping(); r.Context().Err() == nil; {
+				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", p.name, p.data)
+				w.(http.Flusher).Flush()
+			}
+		}}, want: []string{"[provider] timeout"}, requests: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := llmtest.NewFake(t, "/v1/messages", tc.handlers...)
@@ -321,5 +336,120 @@ func TestCanceledIsNotUnavailable(t *testing.T) {
 	_, err := provider(t, f).Stream(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
 	if errs.KindOf(err) != errs.KindCanceled {
 		t.Fatalf("error %v (kind %s), want canceled", err, errs.KindOf(err))
+	}
+}
+
+// TestCaps: an answer over a cap ends the turn with too_large, saying what
+// was too big; what the client saw of it is kept, marked as cut; none of its
+// tool calls is made; and the next message of the conversation works.
+func TestCaps(t *testing.T) {
+	const max = 1024
+	a600, b600 := strings.Repeat("a", 600), strings.Repeat("b", 600)
+	end := []ev{messageDelta("end_turn"), stop()}
+	tiny := []ev{start(), textStart(0)}
+	for range 2 * max {
+		tiny = append(tiny, textDelta(0, "x"))
+	}
+	var empty []ev
+	for i := range 2 * max {
+		empty = append(empty, textStart(i), blockStop(i))
+	}
+	// A block counts whole: what starts it, then its deltas.
+	textBlock := len(`{"type":"text","text":""}`)
+	thinking := func(s string) ev {
+		b, _ := json.Marshal(s)
+		return ev{"content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":%s}}`, b)}
+	}
+	for _, tc := range []struct {
+		name   string
+		reply  http.HandlerFunc
+		what   string   // the cap broken ("": none)
+		says   []string // in the error
+		deltas string   // what the client was shown, kept as cut
+	}{
+		{name: "text under the cap", reply: sse(append([]ev{start(), textStart(0), textDelta(0, a600), textDelta(0, b600[:max-600-textBlock])}, end...)...),
+			deltas: a600 + b600[:max-600-textBlock]},
+		{name: "text over the cap", reply: sse(append([]ev{start(), textStart(0), textDelta(0, a600), textDelta(0, b600)}, end...)...),
+			what: llm.TooLargeAnswer, says: []string{"answer is over [provider] max_answer_bytes (1 KiB)", "raise max_answer_bytes"}, deltas: a600},
+		{name: "many tiny chunks", reply: sse(append(tiny, end...)...),
+			what: llm.TooLargeAnswer, deltas: strings.Repeat("x", max-textBlock)},
+		{name: "many empty blocks", reply: sse(append(append([]ev{start()}, empty...), end...)...),
+			what: llm.TooLargeAnswer},
+		{name: "arguments over the cap", reply: sse(start(), textStart(0), textDelta(0, "Writing."), blockStop(0),
+			toolStart(1, "toolu_1", "write_file"), jsonDelta(1, `{"content":"`), jsonDelta(1, a600), jsonDelta(1, b600), jsonDelta(1, `"}`),
+			blockStop(1), messageDelta("tool_use"), stop()),
+			what: llm.TooLargeArguments, says: []string{"call of write_file", "no call of that answer was made"}, deltas: "Writing."},
+		{name: "input whole at block start", reply: sse(start(),
+			ev{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"write_file","input":{"content":%q}}}`, a600+b600)},
+			blockStop(0), messageDelta("tool_use"), stop()),
+			what: llm.TooLargeArguments},
+		{name: "too many tool calls", reply: sse(start(), toolStart(0, "toolu_1", "now"), toolStart(1, "toolu_2", "now"),
+			toolStart(2, "toolu_3", "now"), toolStart(3, "toolu_4", "now"), messageDelta("tool_use"), stop()),
+			what: llm.TooLargeToolCalls, says: []string{"more than [provider] max_tool_calls (3)", "none was made"}},
+		{name: "thinking over the cap", reply: sse(append([]ev{start(),
+			{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`},
+			thinking(a600), thinking(b600), blockStop(0), textStart(1), textDelta(1, "Hi.")}, end...)...),
+			what: llm.TooLargeReasoning, says: []string{"reasoning is over [provider] max_answer_bytes"}},
+		{name: "one event over the cap", reply: sse(append([]ev{start(), textStart(0), textDelta(0, strings.Repeat("c", 70<<10))}, end...)...),
+			what: llm.TooLargeEvent, says: []string{"over 68 KiB"}},
+		{name: "an event that never ends", reply: func(w http.ResponseWriter, r *http.Request) {
+			sse(start(), textStart(0))(w, r)
+			fmt.Fprint(w, "event: content_block_delta\n")
+			for range 10_000 { // data lines and no empty line: one event, growing
+				fmt.Fprintf(w, "data: %s\n", textDelta(0, "x").data)
+			}
+		}, what: llm.TooLargeEvent},
+		{name: "error body over the cap", reply: status(400, nil, "invalid_request_error", strings.Repeat("e", 100<<10)),
+			what: llm.TooLargeErrorBody, says: []string{"HTTP 400", "over 64 KiB"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := llmtest.NewFake(t, "/v1/messages", tc.reply, sse(append([]ev{start(), textStart(0), textDelta(0, "Fine.")}, end...)...))
+			// No retries: the SDK takes an error body it could not read for
+			// a dropped connection, and would ask again (each time capped).
+			c := llmtest.NewChat(t, provider(t, f, func(o *anthropic.Options) { o.MaxAnswerBytes, o.MaxToolCalls, o.MaxRetries = max, 3, -1 }))
+			out, deltas := c.Turn("first")
+			llmtest.CheckCapped(t, out, tc.what, tc.says)
+			if deltas != tc.deltas {
+				t.Errorf("the client was shown %d bytes (%.20q…), want %d", len(deltas), deltas, len(tc.deltas))
+			}
+			// The conversation goes on.
+			if out, _ := c.Turn("second"); out.Reason != agent.ReasonFinal || out.Text != "Fine." {
+				t.Fatalf("the next turn: %+v", out)
+			}
+			llmtest.CheckRows(t, c.Messages(), tc.what, tc.deltas)
+			// The model sees what the client saw, marked as cut, and no
+			// call of the cut answer.
+			var sent struct {
+				Messages []struct {
+					Role    string `json:"role"`
+					Content []struct {
+						Type string `json:"type"`
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(f.Body(1), &sent); err != nil {
+				t.Fatal(err)
+			}
+			var roles []string
+			for _, m := range sent.Messages {
+				roles = append(roles, m.Role)
+				for _, b := range m.Content {
+					if b.Type != "text" {
+						t.Errorf("the model was sent a %s block: %+v", b.Type, m)
+					}
+				}
+			}
+			want := []string{"user", "user"}
+			if tc.deltas != "" {
+				want = []string{"user", "assistant", "user"}
+				if a := sent.Messages[1].Content[0].Text; !strings.HasPrefix(a, tc.deltas) || (tc.what != "") != strings.Contains(a, "[this answer was cut short (too_large)") {
+					t.Errorf("the model was sent the answer %.80q…", a)
+				}
+			}
+			if fmt.Sprint(roles) != fmt.Sprint(want) {
+				t.Errorf("the model was sent %v, want %v", roles, want)
+			}
+		})
 	}
 }

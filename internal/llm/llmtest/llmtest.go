@@ -1,6 +1,7 @@
 // Package llmtest holds what the providers' tests share: a fake endpoint
 // that answers each request with the next scripted handler and keeps every
-// request, and golden files of request bodies. Tests only.
+// request, golden files of request bodies, and a conversation of the real
+// agent loop and store over a provider (chat.go). Tests only.
 //
 //	f := llmtest.NewFake(t, "/v1/messages", sse(...), status(429, ...))
 //	p := anthropic.New(anthropic.Options{BaseURL: f.URL(), ...})

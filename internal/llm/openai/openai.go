@@ -7,7 +7,9 @@
 //
 // Tool calls may arrive in pieces across chunks, several per response, in
 // one chunk (servers that do not stream them), or with a finish_reason of
-// "stop" rather than "tool_calls": all are accepted.
+// "stop" rather than "tool_calls": all are accepted. What the server sends
+// is capped as it arrives (llm.Budget, llm.Options.Client): past a cap the
+// call fails with an *llm.TooLargeError.
 package openai
 
 import (
@@ -52,9 +54,7 @@ func New(o Options) (*Provider, error) {
 		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(key),
 		option.WithMaxRetries(o.MaxRetries),
-	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+		option.WithHTTPClient(o.Client()), // caps each event and error body
 	}
 	return &Provider{client: sdk.NewClient(opts...), opts: o}, nil
 }
@@ -66,6 +66,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 	stream := p.client.Chat.Completions.NewStreaming(ctx, p.params(req))
 	defer stream.Close()
 	var (
+		budget = p.opts.Budget()
 		text   strings.Builder
 		calls  = map[int64]*agent.ToolCall{}
 		order  []int64
@@ -83,8 +84,16 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 				continue // one choice is asked for; ignore others
 			}
 			if d := ch.Delta.Content; d != "" {
+				if err := budget.Text(len(d)); err != nil {
+					return nil, err
+				}
 				text.WriteString(d)
 				onText(d)
+			}
+			if n := unkept(ch.Delta); n > 0 {
+				if err := budget.Reasoning(n); err != nil {
+					return nil, err
+				}
 			}
 			for _, tc := range ch.Delta.ToolCalls {
 				idx, seen := at[tc.Index]
@@ -101,6 +110,9 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 				}
 				at[tc.Index] = idx
 				if !ok {
+					if err := budget.Call(); err != nil {
+						return nil, err
+					}
 					c = &agent.ToolCall{}
 					calls[idx] = c
 					order = append(order, idx)
@@ -111,8 +123,14 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 				if tc.Function.Name != "" {
 					// Names come whole; a few servers repeat them per chunk.
 					if c.Name == "" || c.Name != tc.Function.Name {
+						if err := budget.Arguments(c.Name+tc.Function.Name, len(tc.Function.Name)); err != nil {
+							return nil, err
+						}
 						c.Name += tc.Function.Name
 					}
+				}
+				if err := budget.Arguments(c.Name, len(tc.Function.Arguments)); err != nil {
+					return nil, err
 				}
 				c.Arguments += tc.Function.Arguments
 			}
@@ -147,6 +165,20 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 		resp.ToolCalls = append(resp.ToolCalls, *c)
 	}
 	return resp, nil
+}
+
+// unkept is the size of the text a delta carries that is neither shown nor
+// kept: a refusal, and the reasoning some servers stream beside the content
+// (as reasoning_content or reasoning, depending on the server). It counts
+// against a budget of its own all the same.
+func unkept(d sdk.ChatCompletionChunkChoiceDelta) int {
+	n := len(d.Refusal)
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		if f, ok := d.JSON.ExtraFields[k]; ok {
+			n += len(f.Raw())
+		}
+	}
+	return n
 }
 
 // params builds the request body.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/llm"
 	"github.com/buddy-run/buddy/internal/llm/llmtest"
 	"github.com/buddy-run/buddy/internal/llm/openai"
 )
@@ -284,6 +285,22 @@ func TestFailures(t *testing.T) {
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		}}, want: []string{"[provider] timeout"}, requests: 1, deltas: "Hel"},
+		{name: "a stream that sends nothing", timeout: 300 * time.Millisecond, handlers: []http.HandlerFunc{func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}}, want: []string{"[provider] timeout"}, requests: 1},
+		{name: "no answer at all", timeout: 300 * time.Millisecond, handlers: []http.HandlerFunc{func(_ http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}}, want: []string{"[provider] timeout"}, requests: 1},
+		{name: "keep-alives and nothing else", timeout: 300 * time.Millisecond, handlers: []http.HandlerFunc{func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for r.Context().Err() == nil { // an empty event, again and again
+				fmt.Fprint(w, ": keep-alive\n\n")
+				w.(http.Flusher).Flush()
+			}
+		}}, want: []string{"[provider] timeout"}, requests: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := llmtest.NewFake(t, "/v1/chat/completions", tc.handlers...)
@@ -363,5 +380,99 @@ func TestNewNeedsBaseURLAndModel(t *testing.T) {
 		if _, err := openai.New(o); err == nil {
 			t.Errorf("New(%+v) accepted", o)
 		}
+	}
+}
+
+// TestCaps: an answer over a cap ends the turn with too_large, saying what
+// was too big; what the client saw of it is kept, marked as cut; none of its
+// tool calls is made; and the next message of the conversation works.
+func TestCaps(t *testing.T) {
+	const max = 1024
+	a600, b600 := strings.Repeat("a", 600), strings.Repeat("b", 600)
+	var tiny []string
+	for range 2 * max {
+		tiny = append(tiny, text("x"))
+	}
+	reasoning := func(s string) string { return chunk(fmt.Sprintf(`{"reasoning_content":%q}`, s), "") }
+	for _, tc := range []struct {
+		name   string
+		reply  http.HandlerFunc
+		what   string   // the cap broken ("": none)
+		says   []string // in the error
+		deltas string   // what the client was shown, kept as cut
+	}{
+		{name: "text at the cap", reply: sse(text(strings.Repeat("a", 512)), text(strings.Repeat("b", 512)), finish("stop")),
+			deltas: strings.Repeat("a", 512) + strings.Repeat("b", 512)},
+		{name: "text over the cap", reply: sse(text(a600), text(b600), finish("stop")),
+			what: llm.TooLargeAnswer, says: []string{"answer is over [provider] max_answer_bytes (1 KiB)", "raise max_answer_bytes"}, deltas: a600},
+		{name: "many tiny chunks", reply: sse(append(tiny, finish("stop"))...),
+			what: llm.TooLargeAnswer, deltas: strings.Repeat("x", max)},
+		{name: "arguments over the cap", reply: sse(text("Writing."), toolDelta(0, "call_1", "write_file", `{"content":"`),
+			toolDelta(0, "", "", a600), toolDelta(0, "", "", b600), toolDelta(0, "", "", `"}`), finish("tool_calls")),
+			what: llm.TooLargeArguments, says: []string{"call of write_file", "no call of that answer was made"}, deltas: "Writing."},
+		{name: "arguments in one chunk", reply: sse(toolDelta(0, "call_1", "write_file", a600+b600), finish("tool_calls")),
+			what: llm.TooLargeArguments},
+		{name: "too many tool calls", reply: sse(toolDelta(0, "call_1", "read_file", `{}`), toolDelta(1, "call_2", "read_file", `{}`),
+			toolDelta(2, "call_3", "read_file", `{}`), toolDelta(3, "call_4", "read_file", `{}`), finish("tool_calls")),
+			what: llm.TooLargeToolCalls, says: []string{"more than [provider] max_tool_calls (3)", "none was made"}},
+		{name: "too many tool calls, all at index 0", reply: sse(toolDelta(0, "call_1", "read_file", `{}`), toolDelta(0, "call_2", "read_file", `{}`),
+			toolDelta(0, "call_3", "read_file", `{}`), toolDelta(0, "call_4", "read_file", `{}`), finish("tool_calls")),
+			what: llm.TooLargeToolCalls},
+		{name: "reasoning over the cap", reply: sse(reasoning(a600), reasoning(b600), text("Hi."), finish("stop")),
+			what: llm.TooLargeReasoning, says: []string{"reasoning is over [provider] max_answer_bytes"}},
+		{name: "one event over the cap", reply: sse(text(strings.Repeat("c", 70<<10)), finish("stop")),
+			what: llm.TooLargeEvent, says: []string{"over 68 KiB"}},
+		{name: "an event that never ends", reply: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 10_000 { // data lines and no empty line: one event, growing
+				fmt.Fprintf(w, "data: %s\n", text("x"))
+			}
+		}, what: llm.TooLargeEvent},
+		{name: "error body over the cap", reply: status(400, nil, strings.Repeat("e", 100<<10)),
+			what: llm.TooLargeErrorBody, says: []string{"HTTP 400", "over 64 KiB"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := llmtest.NewFake(t, "/v1/chat/completions", tc.reply, sse(text("Fine."), finish("stop")))
+			c := llmtest.NewChat(t, provider(t, f, func(o *openai.Options) { o.MaxAnswerBytes, o.MaxToolCalls = max, 3 }))
+			out, deltas := c.Turn("first")
+			llmtest.CheckCapped(t, out, tc.what, tc.says)
+			if deltas != tc.deltas {
+				t.Errorf("the client was shown %d bytes (%.20q…), want %d", len(deltas), deltas, len(tc.deltas))
+			}
+			// The conversation goes on.
+			if out, _ := c.Turn("second"); out.Reason != agent.ReasonFinal || out.Text != "Fine." {
+				t.Fatalf("the next turn: %+v", out)
+			}
+			llmtest.CheckRows(t, c.Messages(), tc.what, tc.deltas)
+			// The model sees what the client saw, marked as cut, and no
+			// call of the cut answer.
+			var sent struct {
+				Messages []struct {
+					Role      string `json:"role"`
+					Content   string `json:"content"`
+					ToolCalls []any  `json:"tool_calls"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(f.Body(1), &sent); err != nil {
+				t.Fatal(err)
+			}
+			var roles []string
+			for _, m := range sent.Messages {
+				roles = append(roles, m.Role)
+				if len(m.ToolCalls) > 0 || m.Role == "tool" {
+					t.Errorf("the model was sent a call of the cut answer: %+v", m)
+				}
+			}
+			want := []string{"system", "user", "user"}
+			if tc.deltas != "" {
+				want = []string{"system", "user", "assistant", "user"}
+				if a := sent.Messages[2].Content; !strings.HasPrefix(a, tc.deltas) || (tc.what != "") != strings.Contains(a, "[this answer was cut short (too_large)") {
+					t.Errorf("the model was sent the answer %.80q…", a)
+				}
+			}
+			if fmt.Sprint(roles) != fmt.Sprint(want) {
+				t.Errorf("the model was sent %v, want %v", roles, want)
+			}
+		})
 	}
 }
