@@ -12,7 +12,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"log/slog"
 	"strings"
 	"time"
@@ -42,7 +44,10 @@ const DefaultSystemPrompt = `You are buddy, a personal assistant running on the 
 // Defaults.
 const (
 	DefaultMaxIterations  = 10
-	DefaultMaxResultBytes = 32 << 10
+	// DefaultMaxResultBytes bounds what of a tool result the agent keeps
+	// in memory for the model; the window's share (ResultShare) is what
+	// the model is sent of it.
+	DefaultMaxResultBytes = 1 << 20
 )
 
 // History is where the conversation lives (the store).
@@ -84,10 +89,34 @@ type Options struct {
 	// InstructionTokens caps the list of SKILL.md instruction skills in the
 	// system prompt (instructions.go); DefaultInstructionTokens when 0.
 	InstructionTokens int
+
+	// Window is the model's context window in tokens ([provider]
+	// context_tokens, or discovered); DefaultWindow when 0. Reserve is
+	// the answer's share of it ([provider] max_tokens), taken off the top
+	// (window.go).
+	Window, Reserve int
+	// Model names the model in usage rows.
+	Model string
+	// PriceInPerMTok and PriceOutPerMTok, when set, turn tokens into money
+	// (dollars per million prompt and completion tokens).
+	PriceInPerMTok, PriceOutPerMTok float64
+	// Usage, if set, records every model request's usage (the store).
+	Usage UsageRecorder
+	// OnCompaction, if set, is told of every compaction (the audit log).
+	OnCompaction func(ctx context.Context, c Compaction)
+}
+
+// UsageRecorder keeps a usage row per model request (the store).
+type UsageRecorder interface {
+	AppendUsage(ctx context.Context, u store.Usage) error
 }
 
 // Agent runs turns.
-type Agent struct{ opts Options }
+type Agent struct {
+	opts Options
+	cal  calibration
+	hist *histories
+}
 
 // New returns an agent.
 func New(opts Options) *Agent {
@@ -107,7 +136,14 @@ func New(opts Options) *Agent {
 		n := 0
 		opts.NewCallID = func() string { n++; return fmt.Sprintf("call_%d", n) }
 	}
-	return &Agent{opts: opts}
+	return &Agent{opts: opts, hist: newHistories()}
+}
+
+// Budget is the agent's context budget: the window, the answer's reserve,
+// and what a request may take.
+func (a *Agent) Budget() (window, reserve, request int) {
+	b := newBudget(a.opts.Window, a.opts.Reserve)
+	return b.window, b.reserve, b.tokens
 }
 
 // ToolOutcome is one tool call of a turn.
@@ -125,14 +161,40 @@ type Outcome struct {
 	Reason    string
 	ToolCalls []ToolOutcome
 	Err       error // with ReasonError: what failed (kind unavailable for upstream failures)
+	// Usage is what the turn's model requests cost.
+	Usage TurnUsage
+}
+
+// TurnUsage is what a turn's model requests cost, summed, and how full the
+// window was at its last request.
+type TurnUsage struct {
+	Requests         int   `json:"requests"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	CachedTokens     int64 `json:"cached_tokens"`
+	// Estimated says some figures are buddy's estimate: the provider
+	// reported none for at least one request.
+	Estimated bool `json:"estimated,omitempty"`
+	// ContextTokens is the last request's prompt; WindowTokens the
+	// model's window ("3.1k / 8k").
+	ContextTokens int64 `json:"context_tokens"`
+	WindowTokens  int64 `json:"window_tokens"`
+	// CostUSD is set when [provider] prices are.
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Turn runs one user message to its end. It never returns early without a
-// reason: a failure is an Outcome with ReasonError and Err.
+// reason: a failure is an Outcome with ReasonError and Err. Every request
+// fits the model's window (window.go): the history is compacted when it
+// grows past CompactAt of the budget (compact.go), and a provider's
+// context-exceeded answer compacts harder and retries once.
 func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) Outcome {
 	var out Outcome
-	history, err := a.history(ctx, conversation)
-	if err != nil {
+	c := a.hist.get(conversation)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := a.refresh(ctx, conversation, c); err != nil {
+		a.hist.forget(conversation)
 		return a.fail(out, err)
 	}
 	// Writes overlap the work that follows them (the model call, the skill
@@ -147,29 +209,71 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 		return nil
 	})
 	defer func() { _ = pending() }()
-	history = append(history, Message{Role: RoleUser, Text: text})
+	turn := []Message{{Role: RoleUser, Text: text}}
 	tools, err := a.tools(ctx)
 	if err != nil {
 		return a.fail(out, err)
 	}
-	system := a.opts.SystemPrompt + a.skillList(tools)
+	b := newBudget(a.opts.Window, a.opts.Reserve)
+	out.Usage.WindowTokens = int64(b.window)
+	skills := a.skillList(tools)
+	var told []string // what the user was told was left out
+	fixed := func() fixedPart {
+		// Fitted again at every request: the calibration may have
+		// learnt that the tools weigh more than guessed.
+		fp := a.fitFixed(a.opts.SystemPrompt, skills, tools, b)
+		if len(fp.leftOut) > 0 && !slices.Equal(fp.leftOut, told) {
+			told = fp.leftOut
+			what := "To fit the model's context window (" + fmt.Sprint(b.window) + " tokens), this request leaves out " + strings.Join(fp.leftOut, "; ") + "."
+			a.opts.Logger.Warn("left out of the request to fit the window", "conversation", conversation, "window", b.window, "left_out", strings.Join(fp.leftOut, "; "))
+			if ns, ok := sink.(Noticer); ok {
+				ns.Notice(Notice{Kind: NoticeLeftOut, Text: what, LeftOut: fp.leftOut, WindowTokens: b.window})
+			}
+		}
+		return fp
+	}
+	wait := func() error { return pending() }
 	for iter := 0; iter < a.opts.MaxIterations; iter++ {
 		var streamed strings.Builder
-		resp, err := a.opts.Provider.Stream(ctx, Request{System: system, Messages: history, Tools: tools}, func(d string) {
-			if d == "" {
-				return
+		var resp *Response
+		for attempt := 0; ; attempt++ {
+			req, err := a.fit(ctx, conversation, c, fixed(), turn, b, attempt > 0, wait, sink, &out)
+			if err != nil {
+				_ = pending()
+				return a.fail(out, err)
 			}
-			streamed.WriteString(d)
-			sink.Delta(d)
-		})
-		if werr := pending(); werr != nil {
-			return a.fail(out, werr)
-		}
-		if err != nil {
+			streamed.Reset()
+			resp, err = a.opts.Provider.Stream(ctx, req, func(d string) {
+				if d == "" {
+					return
+				}
+				streamed.WriteString(d)
+				sink.Delta(d)
+			})
+			if werr := pending(); werr != nil {
+				return a.fail(out, werr)
+			}
+			if err == nil {
+				a.account(ctx, conversation, store.UsageTurn, req, resp, b, &out)
+				break
+			}
 			if ctx.Err() != nil {
 				a.keepPartial(ctx, conversation, streamed.String(), errs.New(errs.ErrCanceled, "the turn was canceled before the answer was complete"), sink, &out)
 				out.Reason = ReasonCanceled
 				return out
+			}
+			if errors.Is(err, ErrContextExceeded) && streamed.Len() == 0 {
+				if attempt == 0 {
+					// The estimate was short: count more tokens a byte,
+					// compact harder, try once more.
+					a.cal.learn(requestBytes(req.System, req.Tools, req.Messages), int64(float64(b.window)*1.25))
+					a.opts.Logger.Warn("the model's window was exceeded: compacting harder and retrying", "conversation", conversation, "window", b.window, "err", err)
+					continue
+				}
+				return a.fail(out, errs.Wrap(errs.ErrTooLarge, fmt.Sprintf(
+					"this conversation does not fit the model's context window (%d tokens) even after summarising its earlier messages: "+
+						"the newest message, a tool result or the tools are too big for it. Start a new conversation, send a shorter message, "+
+						"or raise [provider] context_tokens if the model allows a larger window", b.window), err))
 			}
 			a.keepPartial(ctx, conversation, streamed.String(), err, sink, &out)
 			return a.fail(out, err)
@@ -181,10 +285,23 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 			msgText = resp.Text
 			sink.Delta(msgText)
 		}
-		// Our own call ids: local servers reuse theirs ("call_0").
+		// buddy's own call ids for frames and the store; the provider's
+		// go back to it with the results (some servers check their own
+		// format).
 		calls := make([]ToolCall, len(resp.ToolCalls))
+		seen := map[string]bool{}
 		for i, tc := range resp.ToolCalls {
-			calls[i] = ToolCall{ID: a.opts.NewCallID(), Name: tc.Name, Arguments: tc.Arguments}
+			pid := tc.ProviderID
+			if pid == "" {
+				pid = tc.ID
+			}
+			if pid == "" || seen[pid] {
+				// None, or one a result could not be told apart by
+				// (servers that number every call call_0).
+				pid = SynthesizeID(i)
+			}
+			seen[pid] = true
+			calls[i] = ToolCall{ID: a.opts.NewCallID(), Name: tc.Name, Arguments: tc.Arguments, ProviderID: pid}
 		}
 		if len(calls) == 0 {
 			if err := a.storeAssistant(ctx, conversation, msgText, nil); err != nil {
@@ -194,7 +311,7 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 			// The tool calls' message is stored while the first call runs.
 			pending = async(func() error { return a.storeAssistant(ctx, conversation, msgText, calls) })
 		}
-		history = append(history, Message{Role: RoleAssistant, Text: msgText, ToolCalls: calls})
+		turn = append(turn, Message{Role: RoleAssistant, Text: msgText, ToolCalls: calls})
 		if msgText != "" {
 			sink.Message(string(RoleAssistant), msgText)
 			out.Text = msgText
@@ -208,7 +325,7 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 		}
 		for _, tc := range calls {
 			res := a.runTool(ctx, conversation, tc, sink, &out, pending)
-			history = append(history, res)
+			turn = append(turn, res)
 			if ctx.Err() != nil {
 				out.Reason = ReasonCanceled
 				return out
@@ -224,6 +341,146 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 	_ = a.storeAssistant(context.WithoutCancel(ctx), conversation, msg, nil)
 	out.Text, out.Reason = msg, ReasonMaxIterations
 	return out
+}
+
+// fit builds a request that fits the budget: the conversation's history
+// (compacted when past CompactAt, or always when hard), then this turn's
+// messages, each message cut to its share. It fails with errs.ErrTooLarge
+// only when even the newest turn, cut, does not fit.
+func (a *Agent) fit(ctx context.Context, conversation string, c *convHistory, fp fixedPart, turn []Message, b budget,
+	hard bool, wait func() error, sink Sink, out *Outcome) (Request, error) {
+	build := func() (Request, int) {
+		msgs := append(messagesOf(c.view()), turn...)
+		msgs = a.capped(msgs, b)
+		system := fp.system + summaryNote(c.summary)
+		return Request{System: system, Messages: withProviderIDs(msgs), Tools: fp.tools}, a.estimate(system, fp.tools, msgs)
+	}
+	req, est := build()
+	threshold, keep := b.share(CompactAt), b.share(KeepAfterCompaction)
+	if hard {
+		threshold, keep = 0, keep/2
+	}
+	if est > threshold {
+		view := c.view()
+		fixed := a.estimate(fp.system, fp.tools, nil)
+		turnTokens := a.estimate("", nil, turn)
+		if cut := a.compactable(view, max(keep-fixed-turnTokens, 0)); cut > 0 {
+			if err := a.compact(ctx, conversation, c, view, cut, est, b, wait, sink, out); err != nil {
+				return Request{}, err
+			}
+			req, est = build()
+		}
+	}
+	for level := 1; est > b.tokens && level <= 4; level++ {
+		// Still too big: the newest turn itself is. Cut its messages
+		// harder, oldest first.
+		msgs := a.shrink(req.Messages, b, level)
+		req.Messages = msgs
+		est = a.estimate(req.System, req.Tools, msgs)
+	}
+	if est > b.tokens {
+		return Request{}, errs.New(errs.ErrTooLarge, fmt.Sprintf(
+			"this turn does not fit the model's context window (%d tokens, about %d needed) even with its earlier messages summarised and its results cut: "+
+				"start a new conversation or raise [provider] context_tokens if the model allows a larger window", b.window, est))
+	}
+	return req, nil
+}
+
+// capped cuts each message to its share of the budget: a tool result to
+// ResultShare, a user or assistant text to MessageShare. The store keeps
+// them whole.
+func (a *Agent) capped(msgs []Message, b budget) []Message {
+	resMax := a.bytesFor(b.share(ResultShare))
+	msgMax := a.bytesFor(b.share(MessageShare))
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		switch m.Role {
+		case RoleTool:
+			m.Content = cutText(m.Content, resMax, "this result")
+		default:
+			m.Text = cutText(m.Text, msgMax, "this message")
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// shrink cuts every message but the last harder (level 1 to 4: to a half,
+// a quarter, ... of its share), for a turn that does not fit otherwise.
+func (a *Agent) shrink(msgs []Message, b budget, level int) []Message {
+	div := 1 << level
+	resMax := a.bytesFor(b.share(ResultShare)) / div
+	msgMax := a.bytesFor(b.share(MessageShare)) / div
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		if i < len(msgs)-1 || level >= 3 {
+			m.Content = cutText(m.Content, resMax, "this result")
+			m.Text = cutText(m.Text, msgMax, "this message")
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// bytesFor is how many bytes make about tokens tokens.
+func (a *Agent) bytesFor(tokens int) int {
+	return int(float64(tokens) / a.cal.factor())
+}
+
+// withProviderIDs gives each tool result the provider's id of its call.
+func withProviderIDs(msgs []Message) []Message {
+	ids := map[string]string{}
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			if tc.ProviderID != "" {
+				ids[tc.ID] = tc.ProviderID
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return msgs
+	}
+	for i, m := range msgs {
+		if m.Role == RoleTool {
+			if pid, ok := ids[m.ToolCallID]; ok {
+				msgs[i].ToolCallID = pid
+			}
+		}
+	}
+	return msgs
+}
+
+// account records what a request cost and learns from it: the provider's
+// prompt tokens calibrate the estimate; without figures, the estimate is
+// recorded as such.
+func (a *Agent) account(ctx context.Context, conversation, purpose string, req Request, resp *Response, b budget, out *Outcome) {
+	u := resp.Usage
+	n := requestBytes(req.System, req.Tools, req.Messages)
+	if u.Reported && u.PromptTokens > 0 {
+		a.cal.learn(n, u.PromptTokens)
+	} else {
+		u.PromptTokens = int64(a.estimate(req.System, req.Tools, req.Messages))
+		u.CompletionTokens = int64(a.cal.tokens(len(resp.Text)))
+		out.Usage.Estimated = true
+	}
+	cost := int64(float64(u.PromptTokens)*a.opts.PriceInPerMTok + float64(u.CompletionTokens)*a.opts.PriceOutPerMTok) // µ$
+	out.Usage.Requests++
+	out.Usage.PromptTokens += u.PromptTokens
+	out.Usage.CompletionTokens += u.CompletionTokens
+	out.Usage.CachedTokens += u.CachedTokens
+	out.Usage.CostUSD += float64(cost) / 1e6
+	if purpose == store.UsageTurn {
+		out.Usage.ContextTokens = u.PromptTokens
+	}
+	if a.opts.Usage == nil {
+		return
+	}
+	err := a.opts.Usage.AppendUsage(context.WithoutCancel(ctx), store.Usage{Conversation: conversation, Purpose: purpose, Model: a.opts.Model,
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Reported: u.Reported,
+		WindowTokens: int64(b.window), CostMicroUSD: cost})
+	if err != nil {
+		a.opts.Logger.Error("recording usage", "conversation", conversation, "err", err)
+	}
 }
 
 // keepPartial stores and shows the text streamed before a model call
@@ -377,79 +634,6 @@ func (a *Agent) tools(ctx context.Context) ([]Tool, error) {
 		out = append(out, Tool{Name: i.Name, Description: desc, InputSchema: i.InputSchema})
 	}
 	return append(out, instructionTools(infos, out)...), nil
-}
-
-// history rebuilds what the model saw, from the store. Tool results of calls
-// that no assistant message made (skills invoked directly by a client) are
-// left out: a model only sees results of its own calls.
-func (a *Agent) history(ctx context.Context, conversation string) ([]Message, error) {
-	rows, err := a.opts.History.Messages(ctx, conversation)
-	if err != nil {
-		return nil, fmt.Errorf("loading the conversation: %w", err)
-	}
-	asked := map[string]bool{}
-	answered := map[string]bool{}
-	var out []Message
-	for _, r := range rows {
-		switch Role(r.Role) {
-		case RoleUser:
-			out = append(out, Message{Role: RoleUser, Text: r.Text})
-		case RoleAssistant:
-			m := Message{Role: RoleAssistant, Text: r.Text}
-			if r.ErrorKind != "" {
-				m.Text = a.cutAnswer(r.Text, r.ErrorKind, r.ErrorDetail)
-			}
-			if len(r.ToolCalls) > 0 {
-				if err := json.Unmarshal(r.ToolCalls, &m.ToolCalls); err != nil {
-					return nil, fmt.Errorf("stored tool calls of the conversation: %w", err)
-				}
-			}
-			for _, tc := range m.ToolCalls {
-				asked[tc.ID] = true
-			}
-			out = append(out, m)
-		case RoleTool:
-			if !asked[r.CallID] || answered[r.CallID] {
-				continue
-			}
-			answered[r.CallID] = true
-			m := Message{Role: RoleTool, ToolCallID: r.CallID, ToolName: r.Skill, IsError: !r.OK}
-			switch {
-			case !r.OK && r.ErrorKind == string(errs.KindDenied):
-				m.Content = r.ErrorDetail
-			case !r.OK:
-				m.Content = r.ErrorDetail
-				if !strings.HasPrefix(m.Content, "Error (") {
-					m.Content = fmt.Sprintf("Error (%s): %s", r.ErrorKind, r.ErrorDetail)
-				}
-			case len(r.Result) > 0:
-				m.Content = a.capResult(r.Result)
-			default:
-				m.Content = a.capResult([]byte(r.ResultText))
-			}
-			out = append(out, m)
-		}
-	}
-	// A call left without a result (the server stopped mid-call) is
-	// answered, so the history stays valid for every provider.
-	for i := 0; i < len(out); i++ {
-		if out[i].Role != RoleAssistant {
-			continue
-		}
-		j := i + 1
-		for j < len(out) && out[j].Role == RoleTool {
-			j++
-		}
-		for _, tc := range out[i].ToolCalls {
-			if !answered[tc.ID] {
-				answered[tc.ID] = true
-				fill := Message{Role: RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, IsError: true, Content: "Error (canceled): the call did not finish"}
-				out = append(out[:j], append([]Message{fill}, out[j:]...)...)
-				j++
-			}
-		}
-	}
-	return out, nil
 }
 
 func clip(s string, n int) string {

@@ -177,15 +177,20 @@ func TestSeveralCallsAreAllAnsweredInOrder(t *testing.T) {
 	if len(calls) != 4 || len(tm) != 4 {
 		t.Fatalf("%d calls, %d results", len(calls), len(tm))
 	}
-	seen := map[string]bool{}
+	seen, seenPID := map[string]bool{}, map[string]bool{}
 	for i, c := range calls {
-		// The model's "call_0" ids are replaced by unique ones.
-		if c.ID == "" || seen[c.ID] {
+		// buddy's call ids are its own; the model's "call_0" is kept for
+		// the first call and made unique for the others (a result must
+		// name one call).
+		if c.ID == "" || seen[c.ID] || c.ProviderID == "" || seenPID[c.ProviderID] {
 			t.Fatalf("call ids %+v are not unique", calls)
 		}
-		seen[c.ID] = true
-		if tm[i].ToolCallID != c.ID || tm[i].ToolName != c.Name {
-			t.Errorf("result %d answers %s/%s, want %s/%s", i, tm[i].ToolCallID, tm[i].ToolName, c.ID, c.Name)
+		seen[c.ID], seenPID[c.ProviderID] = true, true
+		if i == 0 && c.ProviderID != "call_0" {
+			t.Errorf("the provider's own id was not kept: %+v", c)
+		}
+		if tm[i].ToolCallID != c.ProviderID || tm[i].ToolName != c.Name {
+			t.Errorf("result %d answers %s/%s, want %s/%s", i, tm[i].ToolCallID, tm[i].ToolName, c.ProviderID, c.Name)
 		}
 	}
 	wantContent := []string{"contents of a", "not a JSON object", `{"ok":true}`, "contents of b"}

@@ -315,7 +315,11 @@ func checkValid(t *testing.T, req agent.Request) {
 		case agent.RoleAssistant:
 			for j, tc := range ms[i].ToolCalls {
 				k := i + 1 + j
-				if k >= len(ms) || ms[k].Role != agent.RoleTool || ms[k].ToolCallID != tc.ID {
+				want := tc.ProviderID // the provider's id goes back with the result
+				if want == "" {
+					want = tc.ID
+				}
+				if k >= len(ms) || ms[k].Role != agent.RoleTool || ms[k].ToolCallID != want {
 					t.Fatalf("call %s (%s) of message %d is not answered in order: %+v", tc.ID, tc.Name, i, ms)
 				}
 			}

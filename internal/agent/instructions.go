@@ -65,7 +65,7 @@ func (a *Agent) skillList(tools []Tool) string {
 	maxChars := budget * 4
 	var listed []Tool
 	for _, t := range tools {
-		if t.InputSchema != nil && reflect.ValueOf(t.InputSchema).UnsafePointer() == reflect.ValueOf(loadSchema).UnsafePointer() {
+		if isInstructionTool(t) {
 			listed = append(listed, t) // made by instructionTools
 		}
 	}
@@ -106,4 +106,10 @@ func (a *Agent) toolTarget(ctx context.Context, tool string) string {
 		return base
 	}
 	return tool
+}
+
+// sameSchema reports whether two schemas are the same map (loadSchema's
+// identity marks the tools instructionTools made).
+func sameSchema(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }

@@ -646,3 +646,14 @@ func queryOn[T any](ctx context.Context, on querier, op string, scan func(scanne
 	}
 	return out, nil
 }
+
+// LastSummary returns the conversation's latest summary message; ok is false
+// when it has none.
+func (s *Store) LastSummary(ctx context.Context, conversation string) (m Message, ok bool, err error) {
+	rows, err := query(ctx, s.reader, fmt.Sprintf("reading the summary of conversation %q", conversation), scanMessage,
+		`SELECT `+messageColumns+` FROM messages WHERE conversation = ? AND role = 'summary' ORDER BY id DESC LIMIT 1`, conversation)
+	if err != nil || len(rows) == 0 {
+		return Message{}, false, err
+	}
+	return rows[0], true, nil
+}
