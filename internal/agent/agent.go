@@ -14,8 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -43,7 +43,7 @@ const DefaultSystemPrompt = `You are buddy, a personal assistant running on the 
 
 // Defaults.
 const (
-	DefaultMaxIterations  = 10
+	DefaultMaxIterations = 10
 	// DefaultMaxResultBytes bounds what of a tool result the agent keeps
 	// in memory for the model; the window's share (ResultShare) is what
 	// the model is sent of it.
