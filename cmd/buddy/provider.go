@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/config"
@@ -43,4 +46,29 @@ func newProvider(p config.Provider) (agent.Provider, error) {
 		})
 	}
 	return nil, errs.New(errs.ErrConfig, fmt.Sprintf("provider.kind %q is not known", p.Kind))
+}
+
+// contextWindow is the model's window: [provider] context_tokens, else what
+// the provider's server says (or its table of known models), else
+// agent.DefaultWindow; the log says which.
+func contextWindow(ctx context.Context, p config.Provider, prov agent.Provider, log *slog.Logger) int {
+	if p.ContextTokens > 0 {
+		log.Info("context window", "tokens", p.ContextTokens, "source", "[provider] context_tokens")
+		return int(p.ContextTokens)
+	}
+	if d, ok := prov.(agent.WindowDiscoverer); ok {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		w, err := d.DiscoverWindow(ctx)
+		if err == nil && w.Tokens > 0 {
+			log.Info("context window", "tokens", w.Tokens, "source", w.Source, "model", p.Model)
+			return w.Tokens
+		}
+		if err != nil {
+			log.Info("the server did not say the model's context window", "model", p.Model, "err", err)
+		}
+	}
+	log.Warn("context window unknown: assuming a conservative default; set [provider] context_tokens to the model's window",
+		"tokens", agent.DefaultWindow, "model", p.Model)
+	return agent.DefaultWindow
 }

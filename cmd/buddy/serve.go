@@ -67,6 +67,10 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	window := 0
+	if provider != nil {
+		window = contextWindow(ctx, cfg.Provider, provider, log)
+	}
 	live := e.live
 	var mcpSrv *mcpserver.Server
 	var mcpErr error
@@ -85,6 +89,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 				SystemPrompt: cfg.Provider.SystemPrompt, MaxIterations: cfg.Provider.MaxIterations,
 				NewCallID:         func() string { return server.NewCallID() },
 				InstructionTokens: cfg.Instructions.PromptTokens,
+				Window:            window, Reserve: int(cfg.Provider.MaxTokens), Model: cfg.Provider.Model,
+				PriceInPerMTok: cfg.Provider.PricePerMTokIn, PriceOutPerMTok: cfg.Provider.PricePerMTokOut,
+				Usage: e.st, OnCompaction: compactionRecorder(e.st, log),
 			})
 		},
 		NewMCP: func(host server.MCPHost) http.Handler {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"log/slog"
 
+	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/audit"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/config"
+	"github.com/buddy-run/buddy/internal/store"
 )
 
 // newGate is the one place a process builds its approval gate: buddy serve
@@ -44,4 +48,22 @@ func approvalSettings(cfg *config.Config) approval.Settings {
 // newLogger is the structured log of long-running commands, on stderr.
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// compactionRecorder writes an audit row for every compaction of a
+// conversation (agent.Options.OnCompaction): what was summarised or left
+// out, and why.
+func compactionRecorder(st *store.Store, log *slog.Logger) func(ctx context.Context, c agent.Compaction) {
+	return func(ctx context.Context, c agent.Compaction) {
+		detail := fmt.Sprintf("%d messages (ids %d to %d) %s to fit the model's window: about %d tokens before, %d after",
+			c.Messages, c.CoversFrom, c.CoversTo, map[string]string{agent.MethodSummary: "summarised", agent.MethodDropped: "left out"}[c.Method],
+			c.TokensBefore, c.TokensAfter)
+		if c.Error != "" {
+			detail += "; the summary failed: " + c.Error
+		}
+		_, err := st.AppendAudit(ctx, store.AuditEntry{Kind: store.AuditCompaction, Conversation: c.Conversation, Outcome: c.Method, Detail: detail})
+		if err != nil {
+			log.Error("writing the audit log", "kind", store.AuditCompaction, "conversation", c.Conversation, "err", err)
+		}
+	}
 }

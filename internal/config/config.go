@@ -93,6 +93,12 @@ type Provider struct {
 	MaxAnswerBytes int64
 	// MaxToolCalls caps the tool calls of one answer; default 64.
 	MaxToolCalls int
+	// ContextTokens is the model's context window; 0 = discovered from
+	// the server at start, else a table of known models, else 8192.
+	ContextTokens int64
+	// PricePerMTokIn and PricePerMTokOut, when set, are the dollars a
+	// million prompt and completion tokens cost (usage shows money too).
+	PricePerMTokIn, PricePerMTokOut float64
 }
 
 // Storage is [storage].
@@ -232,6 +238,9 @@ type file struct {
 		SystemPrompt   *string  `toml:"system_prompt"`
 		MaxAnswerBytes *int64   `toml:"max_answer_bytes"`
 		MaxToolCalls   *int64   `toml:"max_tool_calls"`
+		ContextTokens  *int64   `toml:"context_tokens"`
+		PriceIn        *float64 `toml:"price_per_mtok_in"`
+		PriceOut       *float64 `toml:"price_per_mtok_out"`
 	} `toml:"provider"`
 	Storage *struct {
 		DataDir *string `toml:"data_dir"`
@@ -531,6 +540,27 @@ func Parse(data []byte) (*Config, error) {
 		}
 		c.Provider.MaxAnswerBytes = v.positive(p.MaxAnswerBytes, "provider.max_answer_bytes", 1<<30)
 		c.Provider.MaxToolCalls = int(v.positive(p.MaxToolCalls, "provider.max_tool_calls", 1024))
+		c.Provider.ContextTokens = v.positive(p.ContextTokens, "provider.context_tokens", 1<<24)
+		if p.ContextTokens != nil && *p.ContextTokens > 0 && *p.ContextTokens < 512 {
+			v.fail("provider.context_tokens", "%d is too small a window: at least 512 tokens", *p.ContextTokens)
+		}
+		if c.Provider.ContextTokens != 0 && c.Provider.MaxTokens*2 > c.Provider.ContextTokens {
+			v.fail("provider.max_tokens", "%d leaves too little of the %d-token window (provider.context_tokens) for the conversation: at most half of it", c.Provider.MaxTokens, c.Provider.ContextTokens)
+		}
+		for _, pr := range []struct {
+			v   *float64
+			key string
+			dst *float64
+		}{{p.PriceIn, "provider.price_per_mtok_in", &c.Provider.PricePerMTokIn}, {p.PriceOut, "provider.price_per_mtok_out", &c.Provider.PricePerMTokOut}} {
+			if pr.v == nil {
+				continue
+			}
+			if *pr.v < 0 || *pr.v > 10000 || *pr.v != *pr.v {
+				v.fail(pr.key, "%v must be a price in dollars per million tokens, from 0 to 10000", *pr.v)
+				continue
+			}
+			*pr.dst = *pr.v
+		}
 	}
 	if s := f.Storage; s != nil {
 		c.Storage.DataDir = v.path(s.DataDir, "storage.data_dir")

@@ -99,6 +99,27 @@ type messageJSON struct {
 	Fuel       uint64          `json:"fuel,omitempty"`
 	DurationMS float64         `json:"duration_ms,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
+	// A summary (role "summary"): the ids of the messages it stands for,
+	// which are all still in this list, and the compaction's record.
+	CoversFrom int64           `json:"covers_from,omitempty"`
+	CoversTo   int64           `json:"covers_to,omitempty"`
+	Compaction json.RawMessage `json:"compaction,omitempty"`
+}
+
+// usageJSON is what a conversation's model requests cost, and how full the
+// model's window was at the last one.
+type usageJSON struct {
+	Requests         int64   `json:"requests"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+	// ContextTokens is the last request's prompt, WindowTokens the window
+	// it went into ("3.1k / 8k"); Estimated says the provider reported no
+	// figures for it and buddy estimated them.
+	ContextTokens int64 `json:"context_tokens"`
+	WindowTokens  int64 `json:"window_tokens"`
+	Estimated     bool  `json:"estimated,omitempty"`
 }
 
 type approvalJSON struct {
@@ -108,6 +129,7 @@ type approvalJSON struct {
 	PermissionLevel string          `json:"permission_level"`
 	Arguments       json.RawMessage `json:"arguments"`
 	ArgumentsHash   string          `json:"arguments_hash"`
+	ModuleSHA256    string          `json:"module_sha256,omitempty"`
 	Status          string          `json:"status"`
 	DecidedBy       string          `json:"decided_by,omitempty"`
 	RequestedAt     time.Time       `json:"requested_at"`
@@ -137,7 +159,8 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	mj := make([]messageJSON, 0, len(msgs))
 	for _, m := range msgs {
 		j := messageJSON{ID: m.ID, Role: m.Role, Text: m.Text, ToolCalls: m.ToolCalls, CallID: m.CallID, Skill: m.Skill,
-			Arguments: m.Arguments, Fuel: m.Fuel, DurationMS: float64(m.DurationUS) / 1000, CreatedAt: m.CreatedAt}
+			Arguments: m.Arguments, Fuel: m.Fuel, DurationMS: float64(m.DurationUS) / 1000, CreatedAt: m.CreatedAt,
+			CoversFrom: m.CoversFrom, CoversTo: m.CoversTo, Compaction: m.Meta}
 		switch {
 		case m.Role == "tool":
 			ok := m.OK
@@ -159,15 +182,24 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	aj := make([]approvalJSON, 0, len(aps))
 	for _, a := range aps {
 		j := approvalJSON{ID: a.ID, CallID: a.CallID, SkillName: a.Skill, PermissionLevel: a.Permission, Arguments: a.Arguments,
-			ArgumentsHash: a.ArgumentsHash, Status: a.Status, DecidedBy: a.DecidedBy, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
+			ArgumentsHash: a.ArgumentsHash, Status: a.Status, DecidedBy: a.DecidedBy, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
+			ModuleSHA256: a.ModuleSHA256}
 		if !a.DecidedAt.IsZero() {
 			t := a.DecidedAt
 			j.DecidedAt = &t
 		}
 		aj = append(aj, j)
 	}
+	u, err := s.opts.Store.ConversationUsage(ctx, c.ID)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"conversation": toConversationJSON(c), "messages": mj, "approvals": aj,
+		"usage": usageJSON{Requests: u.Requests, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+			CachedTokens: u.CachedTokens, CostUSD: float64(u.CostMicroUSD) / 1e6,
+			ContextTokens: u.Last.PromptTokens, WindowTokens: u.Last.WindowTokens, Estimated: u.Requests > 0 && !u.Last.Reported},
 	})
 }
 

@@ -71,6 +71,7 @@ type Store interface {
 	GetApproval(ctx context.Context, id string) (store.Approval, error)
 	Approvals(ctx context.Context, conversation string) ([]store.Approval, error)
 	Audit(ctx context.Context, conversation string, limit int) ([]store.AuditEntry, error)
+	ConversationUsage(ctx context.Context, conversation string) (store.UsageTotals, error)
 }
 
 // Options configure a Server. Zero values take the defaults below.

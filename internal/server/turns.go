@@ -34,15 +34,55 @@ type messageFrame struct {
 }
 
 type doneFrame struct {
-	Type           string `json:"type"` // "done"
+	Type           string          `json:"type"` // "done"
+	ConversationID string          `json:"conversation_id"`
+	Reason         string          `json:"reason"` // final | max_iterations | canceled | error
+	Usage          agent.TurnUsage `json:"usage"`
+}
+
+// leftOutFrame says what a turn's request left out to fit the model's
+// window (agent.NoticeLeftOut).
+type leftOutFrame struct {
+	Type           string   `json:"type"` // "left_out"
+	ConversationID string   `json:"conversation_id"`
+	Text           string   `json:"text"`
+	LeftOut        []string `json:"left_out"`
+	WindowTokens   int      `json:"window_tokens"`
+}
+
+// compactionFrame says earlier messages were summarised (or left out) to
+// fit the model's window (agent.NoticeCompaction).
+type compactionFrame struct {
+	Type           string `json:"type"` // "compaction"
 	ConversationID string `json:"conversation_id"`
-	Reason         string `json:"reason"` // final | max_iterations | canceled | error
+	Text           string `json:"text"`
+	Method         string `json:"method"` // summary | dropped
+	Messages       int    `json:"messages"`
+	CoversFrom     int64  `json:"covers_from"`
+	CoversTo       int64  `json:"covers_to"`
+	SummaryID      int64  `json:"summary_id"`
+	TokensBefore   int    `json:"tokens_before"`
+	TokensAfter    int    `json:"tokens_after"`
+	WindowTokens   int    `json:"window_tokens"`
 }
 
 // sink broadcasts what a turn produces to the conversation's subscribers.
 type sink struct {
 	s    *Server
 	conv string
+}
+
+// Notice implements agent.Noticer: a left_out or compaction frame.
+func (k sink) Notice(n agent.Notice) {
+	switch n.Kind {
+	case agent.NoticeLeftOut:
+		k.s.broadcast(k.conv, encode(leftOutFrame{Type: "left_out", ConversationID: k.conv, Text: n.Text, LeftOut: n.LeftOut, WindowTokens: n.WindowTokens}))
+	case agent.NoticeCompaction:
+		c := n.Compaction
+		k.s.broadcast(k.conv, encode(compactionFrame{Type: "compaction", ConversationID: k.conv, Text: n.Text, Method: c.Method,
+			Messages: c.Messages, CoversFrom: c.CoversFrom, CoversTo: c.CoversTo, SummaryID: c.SummaryID,
+			TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter, WindowTokens: n.WindowTokens}))
+	}
 }
 
 func (k sink) Delta(text string) {
@@ -117,7 +157,7 @@ func (s *Server) runTurn(ctx context.Context, end func(), convID, text string) a
 		s.log.Warn("turn failed", "conversation", convID, "kind", kind, "err", out.Err)
 		s.broadcast(convID, encode(errorFrame{Type: "error", Kind: string(kind), Detail: out.Err.Error(), ConversationID: convID}))
 	}
-	s.broadcast(convID, encode(doneFrame{Type: "done", ConversationID: convID, Reason: out.Reason}))
+	s.broadcast(convID, encode(doneFrame{Type: "done", ConversationID: convID, Reason: out.Reason, Usage: out.Usage}))
 	return out
 }
 
@@ -220,7 +260,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if calls == nil {
 		calls = []agent.ToolOutcome{}
 	}
-	resp := map[string]any{"conversation_id": convID, "text": out.Text, "reason": out.Reason, "tool_calls": calls}
+	resp := map[string]any{"conversation_id": convID, "text": out.Text, "reason": out.Reason, "tool_calls": calls, "usage": out.Usage}
 	if out.Err != nil {
 		resp["error"] = errorBody{Kind: string(errs.KindOf(out.Err)), Detail: out.Err.Error()}
 	}

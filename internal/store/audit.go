@@ -33,6 +33,7 @@ const (
 	AuditInstall    = "install"    // buddy skill install (or an upgrade)
 	AuditRemove     = "remove"     // buddy skill remove
 	AuditConfig     = "config"     // a configuration seen at start that differs from the last one
+	AuditCompaction = "compaction" // a conversation's earlier messages summarised (or left out) to fit the model's window
 )
 
 // auditCanon is the version tag of the canonical encoding.
