@@ -90,7 +90,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 				NewCallID:         func() string { return server.NewCallID() },
 				InstructionTokens: cfg.Instructions.PromptTokens,
 				Window:            window, Reserve: int(cfg.Provider.MaxTokens), Model: cfg.Provider.Model,
-				PriceInPerMTok: cfg.Provider.PricePerMTokIn, PriceOutPerMTok: cfg.Provider.PricePerMTokOut,
+				PriceInPerMTok: cfg.Provider.PricePerMtokIn, PriceOutPerMTok: cfg.Provider.PricePerMtokOut,
 				Usage: e.st, OnCompaction: compactionRecorder(e.st, log),
 			})
 		},

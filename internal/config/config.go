@@ -96,9 +96,9 @@ type Provider struct {
 	// ContextTokens is the model's context window; 0 = discovered from
 	// the server at start, else a table of known models, else 8192.
 	ContextTokens int64
-	// PricePerMTokIn and PricePerMTokOut, when set, are the dollars a
+	// PricePerMtokIn and PricePerMtokOut, when set, are the dollars a
 	// million prompt and completion tokens cost (usage shows money too).
-	PricePerMTokIn, PricePerMTokOut float64
+	PricePerMtokIn, PricePerMtokOut float64
 }
 
 // Storage is [storage].
@@ -551,7 +551,7 @@ func Parse(data []byte) (*Config, error) {
 			v   *float64
 			key string
 			dst *float64
-		}{{p.PriceIn, "provider.price_per_mtok_in", &c.Provider.PricePerMTokIn}, {p.PriceOut, "provider.price_per_mtok_out", &c.Provider.PricePerMTokOut}} {
+		}{{p.PriceIn, "provider.price_per_mtok_in", &c.Provider.PricePerMtokIn}, {p.PriceOut, "provider.price_per_mtok_out", &c.Provider.PricePerMtokOut}} {
 			if pr.v == nil {
 				continue
 			}
