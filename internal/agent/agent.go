@@ -501,11 +501,14 @@ func (a *Agent) keepPartial(ctx context.Context, conversation, text string, why 
 	}
 }
 
+// maxCutAnswer is the most of a cut answer the model is sent again.
+const maxCutAnswer = 32 << 10
+
 // cutAnswer is a cut answer as the model sees it again: at most
-// MaxResultBytes of it (on a rune boundary), then a note saying it was cut
+// maxCutAnswer bytes of it (on a rune boundary), then a note saying it was cut
 // and why. However much was kept, the next turn's request stays small.
 func (a *Agent) cutAnswer(text, kind, detail string) string {
-	if max := a.opts.MaxResultBytes; len(text) > max {
+	if max := min(a.opts.MaxResultBytes, maxCutAnswer); len(text) > max {
 		cut := max
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
 			cut--
