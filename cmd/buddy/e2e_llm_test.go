@@ -61,6 +61,9 @@ func TestE2ELLM(t *testing.T) {
 	}
 	for _, tg := range e2eLLMTargets(t) {
 		t.Run(tg.name, func(t *testing.T) { runLLMConversation(t, tg) })
+		if tg.scripted {
+			t.Run(tg.name+"/long", func(t *testing.T) { runLongConversation(t, tg) })
+		}
 	}
 }
 
@@ -339,4 +342,101 @@ func readTurn(t *testing.T, ws *websocket.Conn, limit time.Duration) []map[strin
 			return frames
 		}
 	}
+}
+
+// runLongConversation: thirty turns of ~300 words against the scripted
+// model's 4,096-token window (llama-server -c 4096, a byte-level tokenizer:
+// a token a byte), with the default SKILL.md skills on, a restart of buddy
+// serve half-way, a message larger than the window, and a 40 KB tool result
+// at every turn: every turn answers, and the database keeps every message.
+func runLongConversation(t *testing.T, tg e2eLLMTarget) {
+	s := newBareSandbox(t)
+	docs := filepath.Join(s.dir, "docs")
+	// The scripted model reads "x": 40 KB, far more than its window.
+	write(t, filepath.Join(docs, "x"), strings.Repeat("The code word is "+e2eCodeWord+". ", 40<<10/30))
+	keyLine := ""
+	if tg.keyEnv != "" {
+		keyLine = "api_key_env = " + q(tg.keyEnv) + "\n"
+	}
+	cfg := write(t, filepath.Join(s.dir, "buddy.toml"), fmt.Sprintf(`[storage]
+data_dir = %s
+
+[skills.read_file]
+allowed_directories = [%s]
+
+[provider]
+kind = %s
+base_url = %s
+model = %s
+%stemperature = 0
+max_tokens = 256
+max_iterations = 4
+timeout = %s
+`, q(filepath.Join(s.dir, "data")), q(docs), q(tg.kind), q(tg.baseURL), q(tg.model), keyLine, q(tg.turnLimit.String())))
+	var env []string
+	if tg.keyEnv != "" {
+		env = append(env, tg.keyEnv+"="+tg.keyValue)
+	}
+	sv := startServeEnv(t, s, env, "--config", cfg)
+	if tg.kind == "openai" && !strings.Contains(sv.stderr.String(), "llama.cpp") {
+		t.Logf("note: the window was not discovered from llama.cpp's /props:\n%s", sv.stderr)
+	}
+	conv, compactions := "", 0
+	for i := range 30 {
+		if i == 15 {
+			sv.stop(t)
+			sv = startServeEnv(t, s, env, "--config", cfg)
+		}
+		text := strings.TrimSpace(strings.Repeat(fmt.Sprintf("turn %d of a long talk about nothing much ", i), 40))
+		if i == 20 {
+			text = strings.Repeat("a message larger than the whole window ", 300) // ~12 KB
+		}
+		ws, resp, err := websocket.DefaultDialer.DialContext(t.Context(), "ws://"+sv.addr+"/api/ws", http.Header{"Authorization": {"Bearer " + sv.token}})
+		if err != nil {
+			t.Fatalf("dial: %v (%v)", err, resp)
+		}
+		f := map[string]any{"type": "send", "text": text}
+		if conv != "" {
+			f["conversation_id"] = conv
+		}
+		if err := ws.WriteJSON(f); err != nil {
+			t.Fatal(err)
+		}
+		frames := readTurn(t, ws, tg.turnLimit)
+		ws.Close()
+		var answer string
+		for _, fr := range frames {
+			switch fr["type"] {
+			case "conversation":
+				conv, _ = fr["conversation_id"].(string)
+			case "message":
+				answer, _ = fr["text"].(string)
+			case "compaction":
+				compactions++
+			case "error":
+				t.Errorf("turn %d: error frame %v", i, fr)
+			}
+		}
+		done := frames[len(frames)-1]
+		if done["reason"] != "final" || answer != "OK" {
+			t.Fatalf("turn %d did not answer: done %v, answer %q", i, done, answer)
+		}
+		if u, _ := done["usage"].(map[string]any); i == 29 {
+			t.Logf("last turn's usage: %v", u)
+		}
+	}
+	sv.stop(t)
+	st := openStore(t, s)
+	rows, err := st.Messages(t.Context(), conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]int{}
+	for _, r := range rows {
+		roles[r.Role]++
+	}
+	if roles["user"] != 30 || roles["tool"] != 30 || roles["summary"] == 0 || compactions == 0 {
+		t.Fatalf("the database holds %v (want 30 user, 30 tool messages and summaries); %d compaction frames", roles, compactions)
+	}
+	t.Logf("%s: 30 turns answered; the database holds %v; %d compactions", tg.name, roles, compactions)
 }
