@@ -69,6 +69,21 @@ type Resources struct {
 	Timeout  time.Duration
 }
 
+// DeclaresInput reports whether m declares an input schema of its own: the
+// default, any JSON object, counts as none. A skill that declares none takes
+// raw bytes too (Extism plugins do).
+func (m *Manifest) DeclaresInput() bool {
+	if m.InputSchema == nil || len(m.InputSchema) == 0 {
+		return false
+	}
+	if len(m.InputSchema) == 1 {
+		if t, ok := m.InputSchema["type"].(string); ok && t == "object" {
+			return false
+		}
+	}
+	return true
+}
+
 // DefaultManifest is what applies to a module run without a skill.toml: the
 // defaults above and no capabilities.
 func DefaultManifest(name string) *Manifest {

@@ -552,3 +552,43 @@ func TestServeMCPOriginEveryMethod(t *testing.T) {
 		}
 	}
 }
+
+// TestNewUserPaths: what a new user hits first. Every command's --help
+// prints its usage and flags and exits 0; a registered plugin written for
+// raw text runs with --input-raw; a buddy.toml that is not UTF-8 is a config
+// error with its line; JSON output ends its line.
+func TestNewUserPaths(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	for _, cmd := range [][]string{
+		{"serve"}, {"mcp"}, {"mcp", "forget"}, {"chat"}, {"token"}, {"audit", "list"}, {"audit", "verify"},
+		{"skill", "list"}, {"skill", "info"}, {"skill", "run"}, {"skill", "install"}, {"skill", "add"},
+		{"skill", "remove"}, {"skill", "init"},
+	} {
+		for _, flag := range []string{"--help", "-h"} {
+			r := s.run(t, append(cmd, flag)...)
+			name := strings.Join(cmd, " ")
+			if r.code != 0 || !strings.Contains(r.stdout, "usage: buddy "+name) && !(name == "skill init" && strings.Contains(r.stdout, "buddy skill init NAME")) ||
+				!strings.Contains(r.stdout, "flags:") {
+				t.Errorf("buddy %s %s: exit %d\n%s", name, flag, r.code, r)
+			}
+		}
+	}
+	// count_vowels of Extism's demo, installed: raw text by name.
+	man := write(t, filepath.Join(s.dir, "cv", "skill.toml"), "[skill]\nname = \"count_vowels\"\nversion = \"1.0.0\"\ndescription = \"Counts vowels.\"\nauthor = \"tests\"\npermission = \"read_only\"\nentrypoint = \"count_vowels\"\n")
+	s.run(t, "skill", "install", testdata(t, "as_plugin.wasm"), "--manifest", man).ok(t)
+	if out := s.run(t, "skill", "run", "count_vowels", "--input-raw", "hello world").ok(t); out != "{\"count\": 3}\n" {
+		t.Errorf("count_vowels --input-raw = %q, want {\"count\":3} and a newline", out)
+	}
+	if r := s.run(t, "skill", "run", "read_file", "--input-raw", "x"); r.code == 0 || !strings.Contains(r.stderr, "declares an input schema") {
+		t.Errorf("--input-raw for a skill with a schema: %s", r)
+	}
+	bad := write(t, filepath.Join(s.dir, "bad.toml"), "[skills.read_file]\nallowed_directories = [\"/tmp/\xff\"]\n")
+	if err := os.Chmod(bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := s.run(t, "skill", "list", "--config", bad)
+	if r.code != errs.ExitCode(errs.KindConfig) || !strings.Contains(r.stderr, "error: config:") || !strings.Contains(r.stderr, "line 2, column 30: not valid UTF-8") {
+		t.Errorf("a buddy.toml not UTF-8: %s", r)
+	}
+}

@@ -169,7 +169,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, errHelp
+				return nil, &helpError{text: flagsHelp(fs)}
 			}
 			return nil, errs.New(errs.ErrInvalidInput, err.Error())
 		}
@@ -194,13 +194,18 @@ func wantArgs(cmd string, pos []string, n int, names string) error {
 
 // parseCommand parses a subcommand's arguments: the flags add declares,
 // --config, and exactly n positionals (usage names them for the error).
+// -h, -help and --help answer the command's usage and flags (exit 0).
 func parseCommand(cmd string, args []string, n int, usage string, add func(*flag.FlagSet)) (pos []string, configPath string, err error) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.StringVar(&configPath, "config", "", "configuration file")
+	fs.StringVar(&configPath, "config", "", "configuration file (else $BUDDY_CONFIG, ~/.config/buddy/buddy.toml, or the embedded defaults)")
 	if add != nil {
 		add(fs)
 	}
 	if pos, err = parseFlags(fs, args); err != nil {
+		var he *helpError
+		if errors.As(err, &he) {
+			he.text = strings.TrimRight("usage: buddy "+cmd+" "+usage, " ") + "\n\n" + he.text
+		}
 		return nil, "", err
 	}
 	if err := wantArgs(cmd, pos, n, usage); err != nil {
@@ -216,4 +221,20 @@ func (a *app) prepared() int {
 		return 0
 	}
 	return -1
+}
+
+// helpError is the answer to -h: the help text, printed on stdout, and exit 0.
+type helpError struct{ text string }
+
+func (e *helpError) Error() string        { return "help shown" }
+func (e *helpError) Is(target error) bool { return target == errHelp }
+
+// flagsHelp lists a command's flags and their defaults.
+func flagsHelp(fs *flag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString("flags:\n")
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	return b.String()
 }

@@ -63,6 +63,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	}
 	if errors.Is(err, errHelp) {
+		var he *helpError
+		if errors.As(err, &he) {
+			fmt.Fprint(stdout, he.text)
+		}
 		return 0
 	}
 	kind := errs.KindOf(err)
@@ -90,7 +94,7 @@ const usage = `buddy — a personal AI assistant whose every skill is a WebAssem
 Usage:
   buddy skill list [--json]
   buddy skill info NAME [--json]
-  buddy skill run NAME|FILE.wasm [--input JSON|@file|-] [--manifest skill.toml] [--entrypoint F] [--yes] [--stats]
+  buddy skill run NAME|FILE.wasm [--input JSON|@file|- | --input-raw TEXT|@file|-] [--manifest skill.toml] [--entrypoint F] [--yes] [--stats]
   buddy skill install FILE.wasm [--manifest skill.toml] [--upgrade] [--yes]
   buddy skill add DIR                 copy a SKILL.md skill folder in (validated)
   buddy skill remove NAME

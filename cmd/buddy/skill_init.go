@@ -30,8 +30,9 @@ func (a *app) skillInit(ctx context.Context, args []string) error {
 	lang := fs.String("lang", "", "language of the project: "+strings.Join(templates.Langs(), " or "))
 	dir := fs.String("dir", "", "directory to create (default ./NAME); an existing one must be empty")
 	pos, err := parseFlags(fs, args)
-	if errors.Is(err, errHelp) {
-		fmt.Fprint(a.stdout, initUsage)
+	var he *helpError
+	if errors.As(err, &he) {
+		he.text = initUsage + "\n" + he.text
 	}
 	if err != nil {
 		return err

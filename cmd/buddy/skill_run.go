@@ -43,14 +43,18 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	raw := false
 	if *inputRaw != "" {
-		if *input != "" || !isModuleFile(target) {
-			return errs.New(errs.ErrInvalidInput, "--input-raw passes bytes to a module file whose manifest declares no input schema: it excludes --input and does not apply to a registered skill")
+		if *input != "" {
+			return errs.New(errs.ErrInvalidInput, "--input-raw passes bytes to a skill whose manifest declares no input schema: it excludes --input")
 		}
 		if in, err = a.readRawInput(*inputRaw); err != nil {
 			return err
 		}
-		return a.runFile(ctx, target, configPath, *manifestFlag, *entry, in, true, *yes, *stats)
+		if isModuleFile(target) {
+			return a.runFile(ctx, target, configPath, *manifestFlag, *entry, in, true, *yes, *stats)
+		}
+		raw = true // a registered skill: the registry refuses it if its manifest declares a schema
 	}
 	if isModuleFile(target) {
 		return a.runFile(ctx, target, configPath, *manifestFlag, *entry, in, false, *yes, *stats)
@@ -63,7 +67,7 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.Close(ctx)
-	res, err := e.newGate(a.terminalAsker(*yes), nil).Invoke(ctx, catalog.Call{Skill: target, Arguments: in})
+	res, err := e.newGate(a.terminalAsker(*yes), nil).Invoke(ctx, catalog.Call{Skill: target, Arguments: in, Raw: raw})
 	if err != nil {
 		return err
 	}
@@ -194,6 +198,8 @@ func (a *app) printResult(res *catalog.Result, stats bool) error {
 	out := res.Output
 	if f, ok := a.stdout.(*os.File); ok && isTerminal(f.Fd()) {
 		out = terminalOutput(out) // a pipe gets the bytes; a person, text
+	} else if len(out) > 0 && out[len(out)-1] != '\n' && json.Valid(out) {
+		out = append(out[:len(out):len(out)], '\n') // JSON output ends its line, as any CLI's does
 	}
 	if _, err := a.stdout.Write(out); err != nil {
 		return errs.Wrap(errs.ErrInternal, "writing output", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/buddy-run/buddy/internal/errs"
@@ -35,7 +34,7 @@ func (a *app) readRawInput(v string) ([]byte, error) {
 // input schema (the default, any JSON object, counts as none); a declared
 // schema is a promise about the input that raw bytes would skip.
 func rawInputAllowed(path string, m *runtime.Manifest) error {
-	if m.InputSchema != nil && !reflect.DeepEqual(m.InputSchema, runtime.DefaultManifest(m.Name).InputSchema) {
+	if m.DeclaresInput() {
 		return errs.New(errs.ErrInvalidInput, fmt.Sprintf("%s: its manifest declares an input schema; pass a JSON object with --input, not --input-raw", path))
 	}
 	return nil

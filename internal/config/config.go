@@ -11,6 +11,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -451,7 +452,15 @@ func Load(path string) (*Config, error) {
 		return nil, errs.Wrap(errs.ErrConfig, "config file", err)
 	}
 	if err := osfile.CheckUTF8(path, data); err != nil {
-		return nil, err
+		// A configuration problem like any other, with its line.
+		var bad *osfile.InvalidUTF8Error
+		if errors.As(err, &bad) {
+			line := 1 + bytes.Count(data[:bad.Offset], []byte("\n"))
+			col := bad.Offset - bytes.LastIndexByte(data[:bad.Offset], '\n')
+			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("%s: line %d, column %d: not valid UTF-8 (invalid byte 0x%02x at offset %d): a buddy.toml is UTF-8 text",
+				path, line, col, data[bad.Offset], bad.Offset))
+		}
+		return nil, errs.Wrap(errs.ErrConfig, "config file", err)
 	}
 	c, err := Parse(data)
 	if err != nil {

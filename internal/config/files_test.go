@@ -50,10 +50,10 @@ func TestLoadFileChecks(t *testing.T) {
 		}, wantKind: errs.KindTooLarge, want: "over the cap of 1 MiB"},
 		{name: "not UTF-8", setup: func(t *testing.T, dir string) string {
 			return writeFile(t, dir, "buddy.toml", "# caf\xe9\n[limits]\nmax_fuel = 1000\n")
-		}, wantKind: errs.KindInvalidInput, want: "is not valid UTF-8 (invalid byte at offset 5)"},
+		}, wantKind: errs.KindConfig, want: "line 1, column 6: not valid UTF-8 (invalid byte 0xe9 at offset 5)"},
 		{name: "not UTF-8 in a string", setup: func(t *testing.T, dir string) string {
 			return writeFile(t, dir, "buddy.toml", "[skills.read_file]\nallowed_directories = [\"/tmp/\xff\"]\n")
-		}, wantKind: errs.KindInvalidInput, want: "not valid UTF-8"},
+		}, wantKind: errs.KindConfig, want: "line 2, column 30: not valid UTF-8"},
 		{name: "a FIFO", setup: func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "buddy.toml")
 			if err := syscall.Mkfifo(p, 0o600); err != nil {

@@ -227,7 +227,7 @@ var validations atomic.Int64
 func checkArguments(name string, m *runtime.Manifest, c catalog.Call) error {
 	validations.Add(1)
 	if c.Raw {
-		if m.InputSchema != nil {
+		if m.DeclaresInput() {
 			return errs.New(errs.ErrInvalidInput, fmt.Sprintf("skill %s declares an input schema: pass a JSON object, not raw input", name))
 		}
 		return nil
