@@ -11,6 +11,7 @@ package builtins
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
@@ -60,4 +61,33 @@ func Names() []string {
 		out = append(out, b.Name)
 	}
 	return out
+}
+
+// The memory built-ins share one buddy.toml section and one namespace.
+const (
+	// MemorySection is the buddy.toml section that enables the memory
+	// built-ins ([skills.memory]); no skill may take its name.
+	MemorySection = "memory"
+	// MemoryNamespace is the memory namespace they share.
+	MemoryNamespace = "memory"
+)
+
+// memory are the memory built-ins.
+var memory = []string{"memory_read", "memory_write", "remember", "recall"}
+
+// IsMemory reports whether name is one of the memory built-ins.
+func IsMemory(name string) bool { return slices.Contains(memory, name) }
+
+// Reserved says why no other skill may be called name — it is a built-in's
+// name, or the memory built-ins' section — or "" when the name is free. The
+// registry, the installer, `skill run FILE.wasm` and `skill init` all refuse
+// a reserved name with this text, as forbidden.
+func Reserved(name string) string {
+	if _, ok := Get(name); ok {
+		return fmt.Sprintf("%q is the name of a built-in skill, which no other skill may shadow: pick another name (in skill.toml for a module)", name)
+	}
+	if name == MemorySection {
+		return fmt.Sprintf("%q is reserved for the memory built-ins' section in buddy.toml: pick another name (in skill.toml for a module)", name)
+	}
+	return ""
 }

@@ -592,3 +592,28 @@ func TestNewUserPaths(t *testing.T) {
 		t.Errorf("a buddy.toml not UTF-8: %s", r)
 	}
 }
+
+// TestReservedNamesOneRule: a built-in's name and the memory built-ins'
+// section are refused the same way (forbidden, builtins.Reserved's words)
+// by every way a skill gets a name: install, skill run FILE.wasm, skill init.
+func TestReservedNamesOneRule(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	for _, name := range []string{"read_file", "recall", "memory"} {
+		man := write(t, filepath.Join(s.dir, name, "skill.toml"), "[skill]\nname = \""+name+"\"\nversion = \"1.0.0\"\ndescription = \"x\"\nauthor = \"t\"\npermission = \"read_only\"\n")
+		for _, args := range [][]string{
+			{"skill", "install", testdata(t, "echo.wasm"), "--manifest", man},
+			{"skill", "run", testdata(t, "echo.wasm"), "--manifest", man, "--input", "{}"},
+			{"skill", "init", name, "--lang", "tinygo", "--dir", filepath.Join(s.dir, "init-"+name)},
+		} {
+			r := s.run(t, args...)
+			want := "is the name of a built-in skill, which no other skill may shadow"
+			if name == "memory" {
+				want = "is reserved for the memory built-ins' section"
+			}
+			if r.code != errs.ExitCode(errs.KindForbidden) || !strings.HasPrefix(r.stderr, "error: forbidden:") || !strings.Contains(r.stderr, want) {
+				t.Errorf("buddy %s: %s", strings.Join(args[:2], " "), r)
+			}
+		}
+	}
+}

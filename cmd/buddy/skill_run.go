@@ -18,7 +18,6 @@ import (
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/lifecycle"
 	"github.com/buddy-run/buddy/internal/osfile"
-	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/runtime"
 )
 
@@ -92,8 +91,8 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 	}
 	// A module file may not borrow a built-in's name, its grants or the
 	// memory built-ins' shared namespace.
-	if _, ok := builtins.Get(m.Name); ok || m.Name == registry.MemorySection {
-		return errs.New(errs.ErrForbidden, fmt.Sprintf("%s: skill name %q belongs to a built-in; rename it in skill.toml", path, m.Name))
+	if why := builtins.Reserved(m.Name); why != "" {
+		return errs.New(errs.ErrForbidden, path+": "+why)
 	}
 	m = withEntry(m, entry)
 	// A module file has always taken bytes (Extism plugins do): plain --input

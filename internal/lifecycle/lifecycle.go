@@ -26,7 +26,6 @@ import (
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/osfile"
-	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"
 )
@@ -294,11 +293,8 @@ func readModule(path string) ([]byte, error) {
 }
 
 func checkName(name string) error {
-	if _, ok := builtins.Get(name); ok {
-		return errs.New(errs.ErrForbidden, fmt.Sprintf("%s is the name of a built-in skill; a skill may not shadow it (rename it in skill.toml)", name))
-	}
-	if name == registry.MemorySection {
-		return errs.New(errs.ErrForbidden, fmt.Sprintf("%q is reserved for the memory built-ins' section in buddy.toml", name))
+	if why := builtins.Reserved(name); why != "" {
+		return errs.New(errs.ErrForbidden, why)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
@@ -354,8 +355,8 @@ func Touches(g hostfns.Grants) []string {
 // section as its grant, as for an installed skill. It may not borrow a
 // built-in's name, its grants or the memory built-ins' namespace.
 func (r *Registry) AddModule(ctx context.Context, m *runtime.Manifest, wasm []byte) error {
-	if reserved(m.Name) {
-		return errs.New(errs.ErrForbidden, fmt.Sprintf("skill name %q belongs to a built-in; rename it in skill.toml", m.Name))
+	if why := builtins.Reserved(m.Name); why != "" {
+		return errs.New(errs.ErrForbidden, why)
 	}
 	sk := r.newSkill(m.Name, m, r.opts.Config.Skills[m.Name], false)
 	sk.wasm = wasm

@@ -36,17 +36,14 @@ import (
 )
 
 // MemorySection is the buddy.toml section that enables the memory built-ins,
-// and MemoryNamespace the namespace they share.
+// and MemoryNamespace the namespace they share (owned by builtins-wasm).
 const (
-	MemorySection   = "memory"
-	MemoryNamespace = "memory"
+	MemorySection   = builtins.MemorySection
+	MemoryNamespace = builtins.MemoryNamespace
 )
 
-// memoryBuiltins share [skills.memory] and one namespace.
-var memoryBuiltins = []string{"memory_read", "memory_write", "remember", "recall"}
-
 // IsMemoryBuiltin reports whether name is one of the four memory built-ins.
-func IsMemoryBuiltin(name string) bool { return slices.Contains(memoryBuiltins, name) }
+func IsMemoryBuiltin(name string) bool { return builtins.IsMemory(name) }
 
 // Status of a skill in the registry.
 type Status string
@@ -233,11 +230,8 @@ func BuiltinSection(cfg *config.Config, name string, perm runtime.Permission) (c
 }
 
 // reserved reports whether name belongs to buddy: a built-in's, or the memory
-// built-ins' section.
-func reserved(name string) bool {
-	_, ok := builtins.Get(name)
-	return ok || name == MemorySection
-}
+// built-ins' section (builtins.Reserved).
+func reserved(name string) bool { return builtins.Reserved(name) != "" }
 
 // missingGrant explains a built-in that could do nothing with its grant.
 func missingGrant(name string, m *runtime.Manifest, g hostfns.Grants) string {

@@ -36,10 +36,6 @@ import (
 	"github.com/buddy-run/buddy/templates"
 )
 
-// memorySection is registry.MemorySection: the buddy.toml section of the
-// memory built-ins, which no installed skill may be called (registry imports
-// the store; a test checks the two agree).
-const memorySection = "memory"
 
 // Data is what the templates are executed with.
 type Data struct {
@@ -84,11 +80,8 @@ func Check(name, lang string) error {
 	if !runtime.ValidName(name) {
 		return errs.New(errs.ErrInvalidInput, fmt.Sprintf("invalid skill name %q: use a lowercase letter, then up to 63 lowercase letters, digits or underscores ([a-z][a-z0-9_]{0,63})", name))
 	}
-	if _, ok := builtins.Get(name); ok {
-		return errs.New(errs.ErrInvalidInput, fmt.Sprintf("%q is the name of a built-in skill, which an installed skill may not shadow: pick another name", name))
-	}
-	if name == memorySection {
-		return errs.New(errs.ErrInvalidInput, fmt.Sprintf("%q is reserved for the memory built-ins' section in buddy.toml: pick another name", name))
+	if why := builtins.Reserved(name); why != "" {
+		return errs.New(errs.ErrForbidden, why)
 	}
 	return nil
 }

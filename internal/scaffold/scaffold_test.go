@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/registry"
 	"github.com/buddy-run/buddy/runtime"
 	"github.com/buddy-run/buddy/templates"
 )
@@ -247,12 +246,6 @@ func TestNewData(t *testing.T) {
 	}
 }
 
-func TestMemorySection(t *testing.T) {
-	if memorySection != registry.MemorySection {
-		t.Errorf("memorySection = %q, registry.MemorySection = %q", memorySection, registry.MemorySection)
-	}
-}
-
 // TestInitRefuses: bad names, unknown languages and existing directories are
 // refused with ErrInvalidInput, and nothing is written.
 func TestInitRefuses(t *testing.T) {
@@ -260,6 +253,7 @@ func TestInitRefuses(t *testing.T) {
 		name, skill, lang string
 		setup             func(t *testing.T, dir string) // prepares the target
 		wantMsg           string
+		wantKind          error // errs.ErrInvalidInput when nil
 	}{
 		{name: "empty name", skill: "", lang: "tinygo", wantMsg: "invalid skill name"},
 		{name: "uppercase", skill: "Wordy", lang: "tinygo", wantMsg: "invalid skill name"},
@@ -269,8 +263,8 @@ func TestInitRefuses(t *testing.T) {
 		{name: "space", skill: "word count", lang: "tinygo", wantMsg: "invalid skill name"},
 		{name: "path", skill: "../wordy", lang: "tinygo", wantMsg: "invalid skill name"},
 		{name: "too long", skill: "a" + strings.Repeat("b", 64), lang: "tinygo", wantMsg: "invalid skill name"},
-		{name: "built-in", skill: "read_file", lang: "tinygo", wantMsg: "built-in"},
-		{name: "memory section", skill: "memory", lang: "rust", wantMsg: "reserved"},
+		{name: "built-in", skill: "read_file", lang: "tinygo", wantMsg: "built-in", wantKind: errs.ErrForbidden},
+		{name: "memory section", skill: "memory", lang: "rust", wantMsg: "reserved", wantKind: errs.ErrForbidden},
 		{name: "unknown language", skill: "wordy", lang: "go", wantMsg: `unknown language "go": choose rust or tinygo`},
 		{name: "no language", skill: "wordy", lang: "", wantMsg: "choose rust or tinygo"},
 		{name: "language case", skill: "wordy", lang: "Rust", wantMsg: "unknown language"},
@@ -308,8 +302,12 @@ func TestInitRefuses(t *testing.T) {
 			}
 			before := snapshot(t, parent)
 			files, err := Init(dir, tt.skill, tt.lang)
-			if !errors.Is(err, errs.ErrInvalidInput) {
-				t.Fatalf("Init = %q, %v; want ErrInvalidInput", files, err)
+			kind := tt.wantKind
+			if kind == nil {
+				kind = errs.ErrInvalidInput
+			}
+			if !errors.Is(err, kind) {
+				t.Fatalf("Init = %q, %v; want %v", files, err, kind)
 			}
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("error %q does not say %q", err, tt.wantMsg)
