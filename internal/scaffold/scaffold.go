@@ -36,7 +36,6 @@ import (
 	"github.com/buddy-run/buddy/templates"
 )
 
-
 // Data is what the templates are executed with.
 type Data struct {
 	Name       string // the skill's name, [a-z][a-z0-9_]{0,63}
