@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/internal/osfile"
 	"github.com/buddy-run/buddy/runtime/internal/fuel"
 )
 
@@ -504,20 +505,7 @@ func readCached(path string) ([]byte, error) {
 
 func writeCached(path string, body []byte) {
 	sum := sha256.Sum256(body)
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return
-	}
-	_, err = tmp.Write(slices.Concat(body, sum[:]))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
+	_ = osfile.WriteAtomic(path, slices.Concat(body, sum[:]), 0o600) // a cache: a failed write is a miss later
 }
 
 // Spec says what to load.

@@ -94,24 +94,7 @@ func writeToken(path string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", errs.Wrap(errs.ErrConfig, "creating "+dir, err)
 	}
-	f, err := os.CreateTemp(dir, ".token-*")
-	if err != nil {
-		return "", errs.Wrap(errs.ErrConfig, "writing the token file", err)
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(0o600); err == nil {
-		_, err = f.WriteString(tok + "\n")
-		if err == nil {
-			err = f.Sync()
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
+	if err := osfile.WriteAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", errs.Wrap(errs.ErrConfig, "writing the token file "+path, err)
 	}
 	return tok, nil

@@ -258,22 +258,7 @@ func (in *Installer) copyModule(name, sum string, wasm []byte) (string, error) {
 		}
 	}
 	dest := filepath.Join(dir, sum+".wasm")
-	tmp, err := os.CreateTemp(dir, ".install-*")
-	if err != nil {
-		return "", errs.Wrap(errs.ErrUnavailable, "writing module copy", err)
-	}
-	_, err = tmp.Write(wasm)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dest)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := osfile.WriteAtomic(dest, wasm, 0o600); err != nil {
 		return "", errs.Wrap(errs.ErrUnavailable, "writing module copy "+dest, err)
 	}
 	return dest, nil

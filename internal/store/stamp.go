@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/buddy-run/buddy/internal/osfile"
 )
 
 // The skills stamp. A running server asks SkillsFingerprint before every use
@@ -140,16 +141,5 @@ func appendStamp(path string) error {
 
 // replaceStamp writes a new one-byte stamp and renames it over the old one.
 func replaceStamp(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write([]byte{'+'})
-	if err = errors.Join(err, f.Close()); err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return osfile.WriteAtomic(path, []byte{'+'}, 0o600)
 }
