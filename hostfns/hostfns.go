@@ -155,7 +155,7 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 	s := &Set{}
 	defer func() {
 		if err != nil {
-			s.Close()
+			s.Close(context.Background())
 		}
 	}()
 	s.add(FnLog, hostLog, []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil)
@@ -312,8 +312,9 @@ func (s *Set) Provides(namespace, name string) (params, results []api.ValueType,
 func (s *Set) ReadDirs() []string  { return s.read.Dirs() }
 func (s *Set) WriteDirs() []string { return s.write.Dirs() }
 
-// Close releases the opened directories.
-func (s *Set) Close() error {
+// Close releases the opened directories and idle connections (nothing it
+// does waits: ctx is for the interface's sake, like runtime.Module's).
+func (s *Set) Close(ctx context.Context) error {
 	var err error
 	if s.read != nil {
 		err = errors.Join(err, s.read.Close())

@@ -59,7 +59,7 @@ func newHarness(t *testing.T, g hostfns.Grants, d hostfns.Deps) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { set.Close() })
+	t.Cleanup(func() { set.Close(context.Background()) })
 	m := runtime.DefaultManifest("hostcall")
 	m.Permission = runtime.Network
 	m.Entrypoint = "log"
@@ -92,7 +92,7 @@ func allGrants(t *testing.T, domains ...string) (hostfns.Grants, hostfns.Deps, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { st.Close(context.Background()) })
 	env := map[string]string{"BUDDY_TEST_VAR": "hello"}
 	g := hostfns.Grants{
 		Read: []string{dir}, Write: []string{dir}, Domains: allow.Intersect([]string{"*"}, domains),
@@ -285,7 +285,7 @@ func TestLinkOnlyWhatIsGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer set.Close()
+	defer set.Close(context.Background())
 	if _, _, ok := set.Provides(hostfns.Namespace, hostfns.FnLog); !ok {
 		t.Error("log is not linked")
 	}
@@ -298,7 +298,7 @@ func TestLinkOnlyWhatIsGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer read.Close()
+	defer read.Close(context.Background())
 	if _, _, ok := read.Provides(hostfns.Namespace, hostfns.FnFSRead); !ok {
 		t.Error("fs_read not linked with a read grant")
 	}
@@ -340,7 +340,7 @@ func TestUngrantedImportDoesNotLoad(t *testing.T) {
 	}
 	defer rt.Close(context.Background())
 	set, _ := hostfns.Link(hostfns.Grants{Read: []string{t.TempDir()}}, hostfns.Deps{})
-	defer set.Close()
+	defer set.Close(context.Background())
 	m := runtime.DefaultManifest("hostcall")
 	m.Permission = runtime.Network
 	m.Entrypoint = "log"

@@ -464,7 +464,7 @@ func loadReadFile(b *testing.B, rt *Runtime) (mod *Module, input []byte, dir str
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { host.Close() })
+	b.Cleanup(func() { host.Close(context.Background()) })
 	mod, err = rt.Load(context.Background(), wasm, Spec{Manifest: man, Host: host})
 	if err != nil {
 		b.Fatal(err)

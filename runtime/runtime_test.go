@@ -564,7 +564,7 @@ func TestOutOfBoundsPointers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer host.Close()
+	defer host.Close(context.Background())
 	hm := manifest("log", nil)
 	hm.Permission = runtime.Network // it imports every host function
 	hmod := load(t, rt, "oob_host.wasm", hm, host)

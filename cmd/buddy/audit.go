@@ -33,7 +33,7 @@ func (a *app) audit(ctx context.Context, args []string) error {
 	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown audit subcommand %q (list, verify)", args[0]))
 }
 
-func (a *app) auditList(ctx context.Context, args []string) error {
+func (a *app) auditList(ctx context.Context, args []string) (err error) {
 	var asJSON bool
 	var conv string
 	var limit int
@@ -52,7 +52,7 @@ func (a *app) auditList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	rows, err := e.st.Audit(ctx, conv, limit)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (a *app) auditList(ctx context.Context, args []string) error {
 	return tw.Flush()
 }
 
-func (a *app) auditVerify(ctx context.Context, args []string) error {
+func (a *app) auditVerify(ctx context.Context, args []string) (err error) {
 	_, configPath, err := parseCommand("audit verify", args, 0, "", nil)
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func (a *app) auditVerify(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	rep, err := e.st.VerifyAudit(ctx)
 	if err != nil {
 		return err

@@ -110,7 +110,7 @@ func newChatStack(t *testing.T, withAgent bool) *chatStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { st.Close(context.Background()) })
 	reg, err := registry.New(t.Context(), registry.Options{Runtime: rt, Config: cfg, Store: st, Deps: hostfns.Deps{KV: st, Memories: st}})
 	if err != nil {
 		t.Fatal(err)

@@ -251,7 +251,7 @@ func openStore(t *testing.T, s *sandbox) *store.Store {
 	if err != nil {
 		t.Fatalf("reopening the database: %v", err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { st.Close(context.Background()) })
 	return st
 }
 

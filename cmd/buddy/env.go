@@ -49,7 +49,7 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 	e := &env{}
 	defer func() {
 		if err != nil {
-			e.Close(ctx)
+			_ = e.Close(ctx)
 		}
 	}()
 	if path == "" {
@@ -105,15 +105,29 @@ func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*registry.Re
 // config is the configuration in force.
 func (e *env) config() *config.Config { return e.now.Load() }
 
-func (e *env) Close(ctx context.Context) {
+// Close closes what the env opened (the registry, the runtime, the store,
+// in that order) and returns what failed. A command that succeeded fails
+// with it (closeEnv): a store that could not commit its queued writes
+// must not exit 0.
+func (e *env) Close(ctx context.Context) error {
+	var err error
 	if e.live != nil {
-		e.live.Close(ctx)
+		err = errors.Join(err, e.live.Close(ctx))
 	}
 	if e.rt != nil {
-		e.rt.Close(ctx)
+		err = errors.Join(err, e.rt.Close(ctx))
 	}
 	if e.st != nil {
-		e.st.Close()
+		err = errors.Join(err, e.st.Close(ctx))
+	}
+	return err
+}
+
+// closeEnv closes e and adds what failed to *err (deferred by commands with
+// a named error result).
+func closeEnv(ctx context.Context, e *env, err *error) {
+	if cerr := e.Close(context.WithoutCancel(ctx)); cerr != nil {
+		*err = errors.Join(*err, errs.Wrap(errs.ErrUnavailable, "closing", cerr))
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // mcpCommand is `buddy mcp`: buddy's skills served over the Model Context
 // Protocol on stdin/stdout, for an MCP client that spawns it. The log goes
 // to stderr; stdout carries only the protocol.
-func (a *app) mcpCommand(ctx context.Context, args []string) error {
+func (a *app) mcpCommand(ctx context.Context, args []string) (err error) {
 	if len(args) > 0 && args[0] == "forget" {
 		return a.mcpForget(ctx, args[1:])
 	}
@@ -34,7 +34,7 @@ func (a *app) mcpCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(context.WithoutCancel(ctx))
+	defer closeEnv(ctx, e, &err)
 	log := newLogger(a.stderr)
 
 	var fallback approval.Asker
@@ -120,7 +120,7 @@ func newServeMCP(ctx context.Context, e *env, log *slog.Logger, host server.MCPH
 // bindings of every MCP session under one scope that outlives sessions and
 // restarts (mcpserver.Scope); this clears it, once the operator knows no MCP
 // client still holds that data (a new chat in the client, say).
-func (a *app) mcpForget(ctx context.Context, args []string) error {
+func (a *app) mcpForget(ctx context.Context, args []string) (err error) {
 	_, configPath, err := parseCommand("mcp forget", args, 0, "", nil)
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ func (a *app) mcpForget(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	items, err := e.st.ConversationState(ctx, mcpserver.Scope)
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ const shutdownGrace = 10 * time.Second
 
 // serve is `buddy serve [--listen ADDR]`: the HTTP + WebSocket server.
 // SIGINT/SIGTERM stop it cleanly (exit 0); SIGHUP reloads buddy.toml.
-func (a *app) serve(ctx context.Context, args []string) error {
+func (a *app) serve(ctx context.Context, args []string) (err error) {
 	var listenFlag *string
 	_, configPath, err := parseCommand("serve", args, 0, "[--listen ADDR]", func(fs *flag.FlagSet) {
 		listenFlag = fs.String("listen", "", "address to listen on (default: [server] listen, 127.0.0.1:7700)")
@@ -42,7 +42,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(context.WithoutCancel(ctx))
+	defer closeEnv(ctx, e, &err)
 	log := newLogger(a.stderr)
 	cfg := e.cfg
 	listen := cfg.Server.Listen

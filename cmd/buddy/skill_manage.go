@@ -102,7 +102,7 @@ func describeGrants(g hostfns.Grants) string {
 	return safe(strings.Join(parts, "; "))
 }
 
-func (a *app) skillList(ctx context.Context, args []string) error {
+func (a *app) skillList(ctx context.Context, args []string) (err error) {
 	var asJSON bool
 	_, configPath, err := parseCommand("skill list", args, 0, "[--json]", func(fs *flag.FlagSet) {
 		fs.BoolVar(&asJSON, "json", false, "print JSON")
@@ -114,7 +114,7 @@ func (a *app) skillList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	skills := e.live.Current().Skills()
 	md := e.mdSkills(ctx)
 	if asJSON {
@@ -160,7 +160,7 @@ func (a *app) skillList(ctx context.Context, args []string) error {
 	return tw.Flush()
 }
 
-func (a *app) skillInfo(ctx context.Context, args []string) error {
+func (a *app) skillInfo(ctx context.Context, args []string) (err error) {
 	var asJSON bool
 	pos, configPath, err := parseCommand("skill info", args, 1, "NAME [--json]", func(fs *flag.FlagSet) {
 		fs.BoolVar(&asJSON, "json", false, "print JSON")
@@ -172,7 +172,7 @@ func (a *app) skillInfo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	s, err := e.live.Current().Get(pos[0])
 	if err != nil {
 		if e.md != nil {
@@ -221,7 +221,7 @@ func (a *app) skillInfo(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (a *app) skillInstall(ctx context.Context, args []string) error {
+func (a *app) skillInstall(ctx context.Context, args []string) (err error) {
 	var manifest *string
 	var upgrade, yes *bool
 	pos, configPath, err := parseCommand("skill install", args, 1, "FILE.wasm [--manifest skill.toml] [--upgrade] [--yes]", func(fs *flag.FlagSet) {
@@ -236,7 +236,7 @@ func (a *app) skillInstall(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	inst := &lifecycle.Installer{Store: e.st, DataDir: e.dataDir}
 	res, err := inst.Install(ctx, lifecycle.Request{
 		WasmPath: pos[0], ManifestPath: *manifest, Upgrade: *upgrade,
@@ -281,7 +281,7 @@ func emptyCaps(c runtime.Capabilities) bool {
 	return !c.FilesRead && !c.FilesWrite && len(c.Network) == 0 && len(c.Env) == 0 && !c.Memory
 }
 
-func (a *app) skillRemove(ctx context.Context, args []string) error {
+func (a *app) skillRemove(ctx context.Context, args []string) (err error) {
 	pos, configPath, err := parseCommand("skill remove", args, 1, "NAME", nil)
 	if err != nil {
 		return err
@@ -290,7 +290,7 @@ func (a *app) skillRemove(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	inst := &lifecycle.Installer{Store: e.st, DataDir: e.dataDir}
 	row, err := inst.Remove(ctx, pos[0])
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 
 // skillRun runs a registered skill by name, or a module file, through the same
 // runtime, grants, approval and limits.
-func (a *app) skillRun(ctx context.Context, args []string) error {
+func (a *app) skillRun(ctx context.Context, args []string) (err error) {
 	var input, inputRaw, manifestFlag, entry *string
 	var yes, stats *bool
 	pos, configPath, err := parseCommand("skill run", args, 1, "NAME|FILE.wasm [--input JSON]", func(fs *flag.FlagSet) {
@@ -65,7 +65,7 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	res, err := e.newGate(a.terminalAsker(*yes), nil).Invoke(ctx, catalog.Call{Skill: target, Arguments: in, Raw: raw})
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func (a *app) skillRun(ctx context.Context, args []string) error {
 // beside the file, or the defaults with no capability. The operator's
 // [skills.NAME] section for the manifest's name grants capabilities, as for an
 // installed skill.
-func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry string, in []byte, raw, yes, stats bool) error {
+func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry string, in []byte, raw, yes, stats bool) (err error) {
 	wasm, err := osfile.ReadBounded(path, lifecycle.MaxModuleBytes)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -114,7 +114,7 @@ func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry
 	if err != nil {
 		return err
 	}
-	defer e.Close(ctx)
+	defer closeEnv(ctx, e, &err)
 	if err := e.live.Current().AddModule(ctx, m, wasm); err != nil {
 		return err
 	}

@@ -388,7 +388,7 @@ func TestHistorySurvivesARestart(t *testing.T) {
 	}
 	before := s.requests()[1]
 	// A new store handle and a new agent: the server restarted.
-	if err := e.st.Close(); err != nil {
+	if err := e.st.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	e.open()

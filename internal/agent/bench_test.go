@@ -30,7 +30,7 @@ func BenchmarkTurnLongConversation(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer st.Close()
+			defer st.Close(context.Background())
 			conv := "c_bench"
 			if err := st.CreateConversation(ctx, store.Conversation{ID: conv}); err != nil {
 				b.Fatal(err)

@@ -258,7 +258,7 @@ func (e *env) open() {
 		e.t.Fatal(err)
 	}
 	e.st = st
-	e.t.Cleanup(func() { st.Close() })
+	e.t.Cleanup(func() { st.Close(context.Background()) })
 }
 
 var convN atomic.Int64

@@ -22,7 +22,7 @@ func BenchmarkInstall1MiB(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer st.Close(context.Background())
 	wasm, err := os.ReadFile(filepath.Join("..", "..", "runtime", "testdata", "pdkplugin.wasm"))
 	if err != nil {
 		b.Fatal(err)

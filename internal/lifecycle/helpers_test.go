@@ -32,7 +32,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { st.Close(context.Background()) })
 	e := &env{st: st, dataDir: filepath.Join(root, "data"), src: filepath.Join(root, "src")}
 	e.inst = &lifecycle.Installer{Store: st, DataDir: e.dataDir}
 	if err := os.Mkdir(e.src, 0o755); err != nil {

@@ -754,7 +754,7 @@ func TestInsertFailureLeavesNothing(t *testing.T) {
 func TestStoreClosed(t *testing.T) {
 	e := newEnv(t)
 	src := e.module(t, "echo.wasm", manifest("echo", "1.0.0", "read_only", ""))
-	e.st.Close()
+	e.st.Close(context.Background())
 	_, err := e.inst.Install(t.Context(), lifecycle.Request{WasmPath: src})
 	if err == nil {
 		t.Fatal("install into a closed store succeeded")

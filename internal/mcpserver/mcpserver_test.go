@@ -69,7 +69,7 @@ func newEnv(t *testing.T, fallback approval.Asker) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.st.Close() })
+	t.Cleanup(func() { e.st.Close(context.Background()) })
 	install(t, e.st, root, "spin", "spin.wasm", spinManifest)
 	cfg, err := config.Parse(fmt.Appendf(nil, "[skills.read_file]\nallowed_directories = [%q]\n[skills.write_file]\nallowed_directories = [%q]\n", e.dir, e.dir))
 	if err != nil {

@@ -495,7 +495,7 @@ func (r *Registry) load(ctx context.Context, s *Skill) (*runtime.Module, error) 
 	}
 	mod, err := r.opts.Runtime.Load(ctx, wasm, runtime.Spec{Name: s.Name, Manifest: s.Manifest, Host: host})
 	if err != nil {
-		host.Close()
+		host.Close(ctx)
 		var ie *runtime.ImportError
 		if errors.As(err, &ie) {
 			s.fail(StatusUnavailable, err)
@@ -527,7 +527,7 @@ func (s *Skill) unload(ctx context.Context) error {
 		s.mod = nil
 	}
 	if s.host != nil {
-		err = errors.Join(err, s.host.Close())
+		err = errors.Join(err, s.host.Close(ctx))
 		s.host = nil
 	}
 	return err

@@ -50,7 +50,7 @@ func benchStack(b *testing.B, provider agent.Provider) (wsURL string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { st.Close() })
+	b.Cleanup(func() { st.Close(context.Background()) })
 	reg, err := registry.New(b.Context(), registry.Options{Runtime: rt, Config: cfg, Store: st, Deps: hostfns.Deps{KV: st, Memories: st}})
 	if err != nil {
 		b.Fatal(err)

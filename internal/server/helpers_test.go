@@ -114,7 +114,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 		t.Fatal(err)
 	}
 	s.st = st
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { st.Close(context.Background()) })
 	// A server killed with pending approvals left them in the database; cmd
 	// serve expires them before it serves, and so does the test stack.
 	if _, err := st.ExpirePendingApprovals(t.Context(), time.Now().UTC()); err != nil {

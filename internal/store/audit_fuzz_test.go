@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -64,7 +65,7 @@ func FuzzVerifyAudit(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		f.Fatal(err)
 	}
 	written := dumpAudit(f, tmpl)

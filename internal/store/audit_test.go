@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -40,7 +41,7 @@ func appendRows(t *testing.T, path string, first, n int) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -84,7 +85,7 @@ func verifyErr(t *testing.T, path string) (AuditReport, error) {
 	if err != nil {
 		return AuditReport{}, err
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	return s.VerifyAudit(t.Context())
 }
 
@@ -97,7 +98,7 @@ func rehash(t *testing.T, path string, id int64) {
 		t.Fatal(err)
 	}
 	rows, err := s.Audit(t.Context(), "", 0)
-	s.Close()
+	s.Close(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestVerifyAuditHonest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer s.Close(context.Background())
 			stores[i] = s
 		}
 		done := make(chan struct{})
@@ -454,7 +455,7 @@ func TestAuditUpgradeFromV3(t *testing.T) {
 			}
 			prev = h
 		}
-		old.Close()
+		old.Close(context.Background())
 		migrations = saved
 		if _, err := os.Stat(path + auditHeadSuffix); err == nil {
 			t.Fatal("a v3 database got an audit head")
@@ -469,7 +470,7 @@ func TestAuditUpgradeFromV3(t *testing.T) {
 		s, err := Open(t.Context(), path, Options{})
 		must(t, err)
 		rows, err := s.Audit(t.Context(), "", 0)
-		s.Close()
+		s.Close(context.Background())
 		must(t, err)
 		var r2, r3 AuditEntry
 		for _, r := range rows {
@@ -564,13 +565,13 @@ func TestAuditSealsOldRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old.Close()
+	old.Close(context.Background())
 	migrations = saved
 	s, err := Open(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	rep, err := s.VerifyAudit(ctx)
 	if err != nil || rep.Problem != nil || rep.Rows != 2 || rep.Keyed != 0 || rep.HeadID != 2 {
 		t.Fatalf("after the upgrade: %+v (%v), %v; want 2 sealed rows, anchored", rep, rep.Problem, err)

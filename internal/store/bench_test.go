@@ -198,7 +198,7 @@ func BenchmarkKVSet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	ctx := context.Background()
 	value := []byte(strings.Repeat("v", 100))
 	i := 0

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -80,7 +81,7 @@ func TestConcurrentFirstOpen(t *testing.T) {
 					errc <- err
 					return
 				}
-				st.Close()
+				st.Close(context.Background())
 			}()
 		}
 		wg.Wait()

@@ -392,14 +392,14 @@ func TestExpirePendingApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server is killed with the approvals pending; the next start expires them.
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	s, err = Open(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 
 	n, err := s.ExpirePendingApprovals(ctx, at(100))
 	if err != nil || n != 3 {
@@ -561,7 +561,7 @@ func TestMigrationToConversations(t *testing.T) {
 	if _, err := old.Remember(ctx, "echo", "the dentist is on Tuesday", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := old.Close(); err != nil {
+	if err := old.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -570,7 +570,7 @@ func TestMigrationToConversations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open by the new buddy: %v", err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	if v, err := s.SchemaVersion(ctx); err != nil || v != LatestSchemaVersion() {
 		t.Errorf("version after the upgrade = %d, %v; want %d", v, err, LatestSchemaVersion())
 	}
@@ -697,7 +697,7 @@ func TestConversationCrashDurability(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reopen after the crash: %v", err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	entries, err := s.Audit(t.Context(), "", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -779,7 +779,7 @@ func BenchmarkAppendAudit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer s.Close()
+			defer s.Close(context.Background())
 			ctx := context.Background()
 			if err := s.CreateConversation(ctx, Conversation{ID: "bench"}); err != nil {
 				b.Fatal(err)

@@ -24,7 +24,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer st.Close()
+	defer st.Close(context.Background())
 
 	// The skill registry.
 	err = st.InsertSkill(ctx, store.InstalledSkill{Name: "echo", Version: "1.0.0", Status: store.StatusVerified})

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,11 +66,11 @@ func TestOpenRefusesSharedPlaces(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Open = %v", err)
 				}
-				s.Close()
+				s.Close(context.Background())
 				return
 			}
 			if err == nil {
-				s.Close()
+				s.Close(context.Background())
 				t.Fatal("Open succeeded")
 			}
 			want := strings.NewReplacer("%d", dir, "%f", path).Replace(tt.want)

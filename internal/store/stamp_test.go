@@ -23,7 +23,7 @@ func TestSkillsFingerprintAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	defer cli.Close(context.Background())
 
 	upgraded := testSkill("echo")
 	upgraded.SHA256 = strings.Repeat("b", 64)
@@ -98,7 +98,7 @@ func TestSkillsStampThroughSymlink(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = cli.InsertSkill(ctx, testSkill(fmt.Sprintf("linked%d", i)))
-		cli.Close()
+		cli.Close(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestSkillsStampUnusable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer cli.Close()
+			defer cli.Close(context.Background())
 			stamp := server.stamp.path
 			before := mustFingerprint(t, server)
 			tt.spoil(t, stamp)
@@ -185,7 +185,7 @@ func TestSkillsStampUnusable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("open with the stamp %s: %v", tt.name, err)
 			}
-			again.Close()
+			again.Close(context.Background())
 		})
 	}
 }
@@ -206,7 +206,7 @@ func TestSkillsStampOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again.Close()
+	again.Close(context.Background())
 	if fi2, err := os.Lstat(stamp); err != nil || fi2.Size() != fi.Size()+1 {
 		t.Fatalf("after another open the stamp is %v (%v), want %d bytes", fi2, err, fi.Size()+1)
 	}

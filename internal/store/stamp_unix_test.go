@@ -3,6 +3,7 @@
 package store
 
 import (
+	"context"
 	"os"
 	"syscall"
 	"testing"
@@ -22,7 +23,7 @@ func TestSkillsStampFIFO(t *testing.T) {
 		cli, err := Open(t.Context(), server.Path(), Options{})
 		if err == nil {
 			err = cli.InsertSkill(t.Context(), testSkill("echo"))
-			cli.Close()
+			cli.Close(context.Background())
 		}
 		done <- err
 	}()

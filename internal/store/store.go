@@ -278,15 +278,34 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.reads, err = prepare(ctx, s.reader, preparedReads)
 	}
 	if err != nil {
-		s.Close()
+		s.Close(ctx)
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close closes the database. The last connection to close checkpoints the WAL.
-func (s *Store) Close() error {
-	err := errors.Join(s.reads.close(), s.writes.close(), s.anchor.close())
+// Close waits for the writes already queued to commit (until ctx ends),
+// then closes the database. The last connection to close checkpoints the WAL.
+func (s *Store) Close(ctx context.Context) error {
+	var err error
+	for {
+		s.batch.mu.Lock()
+		busy := s.batch.draining
+		s.batch.mu.Unlock()
+		if !busy {
+			break
+		}
+		t := time.NewTimer(time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			err = fmt.Errorf("closing with writes still queued: %w", ctx.Err())
+		case <-t.C:
+			continue
+		}
+		break
+	}
+	err = errors.Join(err, s.reads.close(), s.writes.close(), s.anchor.close())
 	if s.reader != nil {
 		err = errors.Join(err, s.reader.Close())
 	}

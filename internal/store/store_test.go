@@ -30,7 +30,7 @@ func openTest(t testing.TB, opts Options) *Store {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
@@ -71,7 +71,7 @@ func TestOpenCreatesSchema(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 
 	if s.Path() != path {
 		t.Errorf("Path() = %q, want %q", s.Path(), path)
@@ -146,7 +146,7 @@ func TestMigrationsUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open at version %d: %v", from, err)
 			}
-			defer s.Close()
+			defer s.Close(context.Background())
 			if v, err := s.SchemaVersion(t.Context()); err != nil || v != LatestSchemaVersion() {
 				t.Errorf("version after Open = %d, %v; want %d", v, err, LatestSchemaVersion())
 			}
@@ -182,7 +182,7 @@ func TestMigrationIsAtomic(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open after fixing the migration: %v", err)
 	}
-	s.Close()
+	s.Close(context.Background())
 }
 
 // rawInt runs a query returning one integer with a plain SQLite connection.
@@ -222,7 +222,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -230,7 +230,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	got, err := s.GetSkill(ctx, "echo")
 	if err != nil || !skillsEqual(got, sk) {
 		t.Errorf("GetSkill after reopen = %+v, %v; want %+v", got, err, sk)
@@ -256,7 +256,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	s.Close(context.Background())
 	newer := LatestSchemaVersion() + 41
 	rawExec(t, path, fmt.Sprintf("PRAGMA user_version = %d", newer))
 	before := fileHash(t, path)
@@ -287,7 +287,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.Close()
+	s.Close(context.Background())
 	if exists(good + "-wal") {
 		t.Fatal("WAL left after a clean close")
 	}
@@ -327,7 +327,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 			}
 			s, err := Open(t.Context(), path, Options{})
 			if err == nil {
-				s.Close()
+				s.Close(context.Background())
 				t.Fatal("Open succeeded")
 			}
 			if !errors.Is(err, errs.ErrConfig) {
@@ -374,7 +374,7 @@ func TestOpenBadPaths(t *testing.T) {
 			}
 			s, err := Open(t.Context(), tt.path, Options{})
 			if err == nil {
-				s.Close()
+				s.Close(context.Background())
 				t.Fatal("Open succeeded")
 			}
 			if !errors.Is(err, errs.ErrConfig) || !strings.Contains(err.Error(), tt.want) {
@@ -468,7 +468,7 @@ func TestCrashDurability(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reopen after the crash: %v", err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	for i := range crashAcks {
 		v, err := s.KVGet(t.Context(), crashNS, fmt.Sprint(i))
 		if err != nil || string(v) != fmt.Sprint("value ", i) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -19,7 +20,7 @@ func TestSummaryMessagesAndUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	if err := s.CreateConversation(ctx, Conversation{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func NewChat(t *testing.T, p agent.Provider) *Chat {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { st.Close(context.Background()) })
 	now := time.Now().UTC()
 	c := &Chat{t: t, st: st, id: "c_chat"}
 	if err := st.CreateConversation(t.Context(), store.Conversation{ID: c.id, CreatedAt: now, UpdatedAt: now}); err != nil {
