@@ -170,9 +170,9 @@ type mdJSON struct {
 }
 
 func toMDJSON(s *instructions.Skill) mdJSON {
-	status := "ready"
+	status := catalog.StatusReady
 	if s.Type == instructions.TypeScript {
-		status = "unavailable"
+		status = catalog.StatusUnavailable
 	}
 	return mdJSON{Name: s.Name, Type: s.Type, Description: s.DescriptionOrDefault(), Status: status,
 		Permission: string(catalog.ReadOnly), Approval: string(catalog.Trust), Source: s.Source, License: s.License,

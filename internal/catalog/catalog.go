@@ -122,8 +122,8 @@ type Info struct {
 	PrivateData bool
 	// NetworkAccess says the skill is granted hosts it may fetch from.
 	NetworkAccess bool
-	// Status is "ready", or why the skill cannot run ("verification_failed",
-	// "unavailable"), with Problem saying more.
+	// Status is StatusReady, or why the skill cannot run
+	// (StatusVerificationFailed, StatusUnavailable), with Problem saying more.
 	Status  string
 	Problem string
 	SHA256  string
@@ -168,7 +168,14 @@ func (c Call) StateScope() string {
 const TypeInstruction = "instruction"
 
 // Ready reports whether the skill can be called.
-func (i Info) Ready() bool { return i.Status == "ready" }
+func (i Info) Ready() bool { return i.Status == StatusReady }
+
+// Statuses of a skill (Info.Status; the API's and the CLI's "status").
+const (
+	StatusReady              = "ready"               // it can be called
+	StatusVerificationFailed = "verification_failed" // its module on disk is not what was installed
+	StatusUnavailable        = "unavailable"         // it cannot run: Info.Problem says why
+)
 
 // Invoker runs a skill. The approval gate is the Invoker front ends hold.
 type Invoker interface {

@@ -140,14 +140,14 @@ func info(s *Skill) catalog.Info {
 	d := Digest(s)
 	i := catalog.Info{
 		Name: s.Name, Description: s.DescriptionOrDefault(), Permission: catalog.ReadOnly,
-		Policy: catalog.Trust, InputSchema: inputSchema(s), Status: "ready", Type: s.Type, SHA256: d,
+		Policy: catalog.Trust, InputSchema: inputSchema(s), Status: catalog.StatusReady, Type: s.Type, SHA256: d,
 	}
 	i = i.WithFingerprint(d)
 	if s.Source != "" {
 		i.Author = s.Source
 	}
 	if s.Type == TypeScript {
-		i.Status, i.Problem = "unavailable", scriptRefusal(s.Name)
+		i.Status, i.Problem = catalog.StatusUnavailable, scriptRefusal(s.Name)
 	}
 	return i
 }

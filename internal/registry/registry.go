@@ -49,9 +49,9 @@ func IsMemoryBuiltin(name string) bool { return builtins.IsMemory(name) }
 type Status string
 
 const (
-	StatusReady              Status = "ready"               // can be called
-	StatusVerificationFailed Status = "verification_failed" // the module on disk is not what was installed
-	StatusUnavailable        Status = "unavailable"         // cannot run: see Skill.Problem
+	StatusReady              Status = catalog.StatusReady              // can be called
+	StatusVerificationFailed Status = catalog.StatusVerificationFailed // the module on disk is not what was installed
+	StatusUnavailable        Status = catalog.StatusUnavailable        // cannot run: see Skill.Problem
 )
 
 // Installed is what the registry needs of the store.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/errs"
 )
 
@@ -15,7 +16,7 @@ import (
 const (
 	StatusUnverified         = "unverified"
 	StatusVerified           = "verified"
-	StatusVerificationFailed = "verification_failed"
+	StatusVerificationFailed = catalog.StatusVerificationFailed
 )
 
 // InstalledSkill is one row of the skill registry.
