@@ -12,6 +12,7 @@ import (
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/rules"
 	"github.com/buddy-run/buddy/internal/tomlx"
 )
 
@@ -32,10 +33,11 @@ const (
 	DefaultTimeout    = 5 * time.Second
 	DefaultEntrypoint = "run"
 
-	MaxFuel     = 1 << 50
-	MinMemoryMB = 2    // the Extism kernel alone takes 1 MiB of the cap
-	MaxMemoryMB = 4096 // 65536 wasm pages, wazero's limit
-	MaxTimeout  = time.Hour
+	// The bounds are shared with buddy.toml (internal/rules).
+	MaxFuel     = rules.MaxFuel
+	MinMemoryMB = rules.MinMemoryMB
+	MaxMemoryMB = rules.MaxMemoryMB
+	MaxTimeout  = rules.MaxTimeout
 )
 
 // Manifest is a parsed, validated skill.toml.
@@ -123,17 +125,16 @@ type manifestFile struct {
 }
 
 var (
-	nameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 	exportRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.$-]{0,127}$`)
-	envRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 	// semverRE is the regular expression of semver.org 2.0.0.
 	semverRE = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
 		`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
 		`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
 )
 
-// ValidName reports whether s is a valid skill name: [a-z][a-z0-9_]{0,63}.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+// ValidName reports whether s is a valid skill name: [a-z][a-z0-9_]{0,63}
+// (internal/rules).
+func ValidName(s string) bool { return rules.ValidSkillName(s) }
 
 // MaxManifestBytes caps a skill.toml file (a real one, input schema
 // included, is a few KiB).
@@ -178,10 +179,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var bad []*tomlx.FieldError
-	fail := func(path string, format string, args ...any) {
-		bad = append(bad, idx.Errorf(strings.Split(path, "."), format, args...))
-	}
+	v := tomlx.NewValidator(idx)
+	fail := v.Fail
 
 	m := DefaultManifest(f.Skill.Name)
 	m.Version = f.Skill.Version
@@ -191,7 +190,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	switch {
 	case f.Skill.Name == "":
 		fail("skill.name", "required")
-	case !nameRE.MatchString(f.Skill.Name):
+	case !rules.ValidSkillName(f.Skill.Name):
 		fail("skill.name", "%q must match [a-z][a-z0-9_]{0,63}", f.Skill.Name)
 	}
 	switch {
@@ -243,7 +242,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		m.Capabilities.Network = append(m.Capabilities.Network, e.String())
 	}
 	for i, e := range c.Env {
-		if !envRE.MatchString(e) {
+		if !rules.ValidEnvName(e) {
 			fail(fmt.Sprintf("capabilities.env[%d]", i), "%q is not an environment variable name", e)
 			continue
 		}
@@ -261,15 +260,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 
 	r := &f.Resources
-	if r.Fuel != nil {
-		switch {
-		case *r.Fuel <= 0:
-			fail("resources.fuel", "must be > 0")
-		case *r.Fuel > MaxFuel:
-			fail("resources.fuel", "must be <= %d", int64(MaxFuel))
-		default:
-			m.Resources.Fuel = uint64(*r.Fuel)
-		}
+	if fuel := v.Positive(r.Fuel, "resources.fuel", MaxFuel); fuel > 0 {
+		m.Resources.Fuel = uint64(fuel)
 	}
 	if r.MemoryMB != nil {
 		if *r.MemoryMB < MinMemoryMB || *r.MemoryMB > MaxMemoryMB {
@@ -278,20 +270,10 @@ func ParseManifest(data []byte) (*Manifest, error) {
 			m.Resources.MemoryMB = int(*r.MemoryMB)
 		}
 	}
-	if r.Timeout != nil {
-		d, err := time.ParseDuration(*r.Timeout)
-		switch {
-		case err != nil:
-			fail("resources.timeout", "%q is not a duration (like \"5s\" or \"500ms\")", *r.Timeout)
-		case d <= 0:
-			fail("resources.timeout", "must be > 0")
-		case d > MaxTimeout:
-			fail("resources.timeout", "must be <= %s", MaxTimeout)
-		default:
-			m.Resources.Timeout = d
-		}
+	if d := v.Duration(r.Timeout, "resources.timeout", MaxTimeout); d > 0 {
+		m.Resources.Timeout = d
 	}
-	if err := tomlx.Join(bad); err != nil {
+	if err := v.Err(); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -28,6 +27,7 @@ import (
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/errs"
 	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/rules"
 	"github.com/buddy-run/buddy/internal/tomlx"
 )
 
@@ -285,11 +285,6 @@ type skillFile struct {
 	Fuel               *int64   `toml:"fuel"`
 }
 
-var (
-	skillNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
-
 // Default returns the configuration used when no buddy.toml exists: storage
 // under the XDG data directory and no skill enabled. (cmd/buddy layers its own
 // starter grants on top.)
@@ -478,7 +473,7 @@ func Parse(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &validator{idx: idx}
+	v := &validator{tomlx.NewValidator(idx)}
 	c := &Config{Skills: map[string]Skill{}, Instructions: Instructions{Enabled: true}}
 
 	if s := f.Server; s != nil {
@@ -520,7 +515,7 @@ func Parse(data []byte) (*Config, error) {
 		}
 		c.Provider.Model = v.str(p.Model, "provider.model")
 		c.Provider.APIKeyEnv = v.str(p.APIKeyEnv, "provider.api_key_env")
-		if e := c.Provider.APIKeyEnv; e != "" && !envNameRE.MatchString(e) {
+		if e := c.Provider.APIKeyEnv; e != "" && !rules.ValidEnvName(e) {
 			v.fail("provider.api_key_env", "%q is not an environment variable name", e)
 		}
 		c.Provider.Timeout = v.duration(p.Timeout, "provider.timeout")
@@ -576,8 +571,8 @@ func Parse(data []byte) (*Config, error) {
 		c.Storage.Path = v.path(s.Path, "storage.path")
 	}
 	if l := f.Limits; l != nil {
-		c.Limits.MaxFuel = uint64(v.positive(l.MaxFuel, "limits.max_fuel", 1<<50))
-		c.Limits.MaxMemoryMB = int(v.positive(l.MaxMemoryMB, "limits.max_memory_mb", 4096))
+		c.Limits.MaxFuel = uint64(v.positive(l.MaxFuel, "limits.max_fuel", rules.MaxFuel))
+		c.Limits.MaxMemoryMB = int(v.positive(l.MaxMemoryMB, "limits.max_memory_mb", rules.MaxMemoryMB))
 		if l.MaxMemoryMB != nil && *l.MaxMemoryMB == 1 {
 			v.fail("limits.max_memory_mb", "must be at least 2 (the Extism kernel alone takes 1 MiB)")
 		}
@@ -622,7 +617,7 @@ func Parse(data []byte) (*Config, error) {
 	for _, name := range names {
 		sf := f.Skills[name]
 		at := func(key string) string { return "skills." + name + "." + key }
-		if !skillNameRE.MatchString(name) {
+		if !rules.ValidSkillName(name) {
 			v.fail("skills."+name, "%q is not a skill name ([a-z][a-z0-9_]{0,63})", name)
 			continue
 		}
@@ -641,7 +636,7 @@ func Parse(data []byte) (*Config, error) {
 			sk.AllowedDomains = append(sk.AllowedDomains, e.String())
 		}
 		for i, e := range sf.Env {
-			if !envNameRE.MatchString(e) {
+			if !rules.ValidEnvName(e) {
 				v.fail(fmt.Sprintf("%s[%d]", at("env"), i), "%q is not an environment variable name", e)
 				continue
 			}
@@ -657,10 +652,10 @@ func Parse(data []byte) (*Config, error) {
 		}
 		sk.MaxBytes = v.positive(sf.MaxBytes, at("max_bytes"), 1<<30)
 		sk.Timeout = v.duration(sf.Timeout, at("timeout"))
-		sk.Fuel = uint64(v.positive(sf.Fuel, at("fuel"), 1<<50))
+		sk.Fuel = uint64(v.positive(sf.Fuel, at("fuel"), rules.MaxFuel))
 		c.Skills[name] = sk
 	}
-	if err := tomlx.Join(v.errs); err != nil {
+	if err := v.Err(); err != nil {
 		return nil, err
 	}
 	c.fillDefaults()
@@ -716,18 +711,13 @@ func (c *Config) DataDir() (string, error) {
 	return c.Storage.DataDir, nil
 }
 
+// validator is tomlx's Validator with buddy.toml's own checks (paths,
+// directories).
 type validator struct {
-	idx  *tomlx.Index
-	errs []*tomlx.FieldError
+	*tomlx.Validator
 }
 
-func (v *validator) fail(path string, format string, args ...any) {
-	v.errs = append(v.errs, v.idx.Errorf(splitPath(path), format, args...))
-}
-
-// splitPath splits "skills.read_file.allowed_directories[2]" into key parts;
-// the index stays on the last part (tomlx.Index ignores it when locating).
-func splitPath(p string) []string { return strings.Split(p, ".") }
+func (v *validator) fail(path string, format string, args ...any) { v.Fail(path, format, args...) }
 
 func (v *validator) str(s *string, path string) string {
 	if s == nil {
@@ -739,37 +729,11 @@ func (v *validator) str(s *string, path string) string {
 	return *s
 }
 
-func (v *validator) positive(n *int64, path string, max int64) int64 {
-	if n == nil {
-		return 0
-	}
-	if *n <= 0 {
-		v.fail(path, "must be > 0")
-		return 0
-	}
-	if *n > max {
-		v.fail(path, "must be <= %d", max)
-		return 0
-	}
-	return *n
-}
+func (v *validator) positive(n *int64, path string, max int64) int64 { return v.Positive(n, path, max) }
 
+// duration is a duration of buddy.toml: at most a day.
 func (v *validator) duration(s *string, path string) time.Duration {
-	if s == nil {
-		return 0
-	}
-	d, err := time.ParseDuration(*s)
-	switch {
-	case err != nil:
-		v.fail(path, "%q is not a duration (like \"10s\" or \"1m30s\")", *s)
-	case d <= 0:
-		v.fail(path, "must be > 0")
-	case d > 24*time.Hour:
-		v.fail(path, "must be <= 24h")
-	default:
-		return d
-	}
-	return 0
+	return v.Duration(s, path, 24*time.Hour)
 }
 
 func (v *validator) path(s *string, path string) string {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/rules"
 	"github.com/buddy-run/buddy/internal/tomlx"
 )
 
@@ -692,7 +693,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("defaults not filled: %+v", c)
 		}
 		for name, sk := range c.Skills {
-			if !skillNameRE.MatchString(name) {
+			if !rules.ValidSkillName(name) {
 				t.Fatalf("accepted skill name %q", name)
 			}
 			for _, d := range slices.Concat(sk.AllowedDirectories, sk.ReadDirectories, sk.WriteDirectories) {

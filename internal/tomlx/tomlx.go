@@ -16,6 +16,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/buddy-run/buddy/internal/errs"
 	toml "github.com/pelletier/go-toml/v2"
@@ -312,4 +313,77 @@ func keyParts(it unstable.Iterator) []string {
 		out = append(out, string(it.Node().Data))
 	}
 	return out
+}
+
+// Validator collects the problems of one decoded document, each with its
+// key path and line, for buddy.toml (internal/config) and skill.toml
+// (runtime) alike: the checks both make are made here, once.
+//
+//	v := tomlx.NewValidator(idx)
+//	fuel := v.Positive(f.Fuel, "resources.fuel", rules.MaxFuel)
+//	if err := v.Err(); err != nil { ... }
+type Validator struct {
+	idx  *Index
+	errs []*FieldError
+}
+
+// NewValidator validates the document idx indexes.
+func NewValidator(idx *Index) *Validator { return &Validator{idx: idx} }
+
+// Fail records a problem at a dotted key path ("skills.read_file.fuel";
+// an index like "[2]" stays on the last part).
+func (v *Validator) Fail(path string, format string, args ...any) {
+	v.errs = append(v.errs, v.idx.Errorf(strings.Split(path, "."), format, args...))
+}
+
+// Positive returns *n when it is in 1..max, else records why and returns 0
+// (0 too when the key is absent).
+func (v *Validator) Positive(n *int64, path string, max int64) int64 {
+	if n == nil {
+		return 0
+	}
+	if *n <= 0 {
+		v.Fail(path, "must be > 0")
+		return 0
+	}
+	if *n > max {
+		v.Fail(path, "must be <= %d", max)
+		return 0
+	}
+	return *n
+}
+
+// Duration parses *s ("10s", "1m30s"), which must be in (0, max], else
+// records why and returns 0 (0 too when the key is absent).
+func (v *Validator) Duration(s *string, path string, max time.Duration) time.Duration {
+	if s == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(*s)
+	switch {
+	case err != nil:
+		v.Fail(path, "%q is not a duration (like \"10s\" or \"1m30s\")", *s)
+	case d <= 0:
+		v.Fail(path, "must be > 0")
+	case d > max:
+		v.Fail(path, "must be <= %s", shortDuration(max))
+	default:
+		return d
+	}
+	return 0
+}
+
+// Err is every problem recorded, joined (nil when there is none).
+func (v *Validator) Err() error { return Join(v.errs) }
+
+// shortDuration writes d without zero units: 24h, 1h30m, 90s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
