@@ -15,7 +15,8 @@
 // include_usage; a server that refuses the option is asked again without it,
 // and never again); a Response carries them in Usage. A refusal for a
 // request that does not fit the model's window is an
-// *llm.ContextExceededError.
+// *llm.ContextExceededError. DiscoverWindow (window.go) asks the server for
+// the model's context window.
 package openai
 
 import (
@@ -26,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -49,9 +51,14 @@ type Provider struct {
 	// noUsage is set once the server refused stream_options: it is not
 	// sent again.
 	noUsage atomic.Bool
+	// probeTimeout bounds each question DiscoverWindow asks.
+	probeTimeout time.Duration
 }
 
-var _ agent.Provider = (*Provider)(nil)
+var (
+	_ agent.Provider         = (*Provider)(nil)
+	_ agent.WindowDiscoverer = (*Provider)(nil)
+)
 
 // New returns a provider.
 func New(o Options) (*Provider, error) {
@@ -69,7 +76,7 @@ func New(o Options) (*Provider, error) {
 		option.WithMaxRetries(o.MaxRetries),
 		option.WithHTTPClient(o.Client()), // caps each event and error body
 	}
-	return &Provider{client: sdk.NewClient(opts...), opts: o}, nil
+	return &Provider{client: sdk.NewClient(opts...), opts: o, probeTimeout: probeTimeout}, nil
 }
 
 // Stream implements agent.Provider.
