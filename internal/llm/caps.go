@@ -186,6 +186,9 @@ type capTransport struct {
 }
 
 func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if a, ok := req.Context().Value(answerKey{}).(*ErrorAnswer); ok {
+		a.set(0, nil) // an answer is the last attempt's, not a retried one's
+	}
 	res, err := t.next.RoundTrip(req)
 	if err != nil || res.Body == nil {
 		return res, err

@@ -147,3 +147,30 @@ func TestErrorAnswerKept(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorAnswerIsTheLastAttempts: an answer kept from an attempt the SDK
+// retried is forgotten when the next attempt gets none.
+func TestErrorAnswerIsTheLastAttempts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(500)
+		fmt.Fprint(w, `{"error":"boom"}`)
+	}))
+	ctx, answer := KeepErrorAnswer(t.Context())
+	client := Options{}.Client()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if status, _ := answer.Get(); status != 500 {
+		t.Fatalf("kept %d", status)
+	}
+	srv.Close() // the next attempt is refused
+	if _, err := client.Do(req.Clone(ctx)); err == nil {
+		t.Fatal("a closed server answered")
+	}
+	if status, body := answer.Get(); status != 0 || body != nil {
+		t.Errorf("kept %d %q from an earlier attempt", status, body)
+	}
+}
