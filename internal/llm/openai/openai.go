@@ -240,8 +240,10 @@ func (p *Provider) failure(ctx context.Context, err error, answer *llm.ErrorAnsw
 }
 
 // refusedStreamOptions tells whether an error answer refuses the request
-// for its stream_options (Mistral: 422 extra_forbidden; old Azure API
-// versions: 400 "Unrecognized request argument supplied: stream_options").
+// for its stream_options (Mistral's API: 422 extra_forbidden,
+// openai/openai-agents-python#442; Azure OpenAI with data_sources: 400
+// "Validation error at #/stream_options: Extra inputs are not permitted",
+// openai/openai-python#2296).
 func refusedStreamOptions(answer *llm.ErrorAnswer) bool {
 	status, body := answer.Get()
 	return (status == 400 || status == 422) && bytes.Contains(body, []byte("stream_options"))
