@@ -65,18 +65,21 @@ var knownWindows = []struct {
 	{"claude", 200_000},
 	{"claude-2.0", 100_000},
 	{"claude-instant", 100_000},
-	// Mistral AI, docs.mistral.ai "Models overview": 128k for Large, Medium,
-	// Nemo and Ministral; Small and Codestral had 32k in their first
-	// versions (later ones have more); Mixtral 8x7B 32k, 8x22B 64k, Mistral
-	// 7B 32k.
+	// Mistral AI's model cards and announcements. Mistral Large 2 has 128k,
+	// the first Mistral Large (2402) 32k (Mistral-Large-Instruct-2411's card);
+	// Medium had 32k before 2505; Small and Codestral 32k in their first
+	// versions; Nemo and Ministral 128k; Mixtral 8x7B 32k, 8x22B 64k; Mistral
+	// 7B v0.1 8k (the API's open-mistral-7b 32k). The smallest of a model's
+	// versions is kept, except for a dated name that says which.
 	{"mistral-large", 128_000},
-	{"mistral-medium", 128_000},
+	{"mistral-large-2402", 32_000},
+	{"mistral-medium", 32_000},
 	{"mistral-small", 32_000},
 	{"mistral-nemo", 128_000},
 	{"open-mistral-nemo", 128_000},
 	{"ministral", 128_000},
 	{"codestral", 32_000},
-	{"mistral-7b", 32_000},
+	{"mistral-7b", 8_192},
 	{"open-mistral-7b", 32_000},
 	{"mixtral-8x7b", 32_000},
 	{"open-mixtral-8x7b", 32_000},

@@ -29,6 +29,8 @@ func TestKnownWindow(t *testing.T) {
 		{"claude-3-5-sonnet@20240620", 200_000},
 		{"claude-instant-1.2", 100_000},
 		{"mistral-large-latest", 128_000},
+		{"mistral-large-2402", 32_000},
+		{"mistralai/Mistral-7B-Instruct-v0.3", 8_192},
 		{"mistral-small-2501", 32_000},
 		{"open-mixtral-8x22b", 64_000},
 		{"llama-3.3-70b-versatile", 128_000},
