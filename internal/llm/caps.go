@@ -162,7 +162,9 @@ func (o Options) maxEventBytes() int64 {
 // Client is the HTTP client to give the provider's SDK: o.HTTPClient (or a
 // default client) whose answers are capped as they are read, an error body
 // at MaxErrorBodyBytes and every other body at one event (the bytes up to
-// an empty line, as Server-Sent Events end them) of maxEventBytes.
+// an empty line, as Server-Sent Events end them) of maxEventBytes. An error
+// body is read whole (within its cap) before the SDK sees it, and kept for
+// the call's ErrorAnswer (answer.go).
 func (o Options) Client() *http.Client {
 	c := &http.Client{}
 	if o.HTTPClient != nil {
@@ -184,13 +186,15 @@ type capTransport struct {
 }
 
 func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if a, ok := req.Context().Value(answerKey{}).(*ErrorAnswer); ok {
+		a.set(0, nil) // an answer is the last attempt's, not a retried one's
+	}
 	res, err := t.next.RoundTrip(req)
 	if err != nil || res.Body == nil {
 		return res, err
 	}
 	if res.StatusCode >= 400 {
-		res.Body = &errorBody{rc: res.Body, left: MaxErrorBodyBytes,
-			err: &TooLargeError{What: TooLargeErrorBody, Max: MaxErrorBodyBytes, Status: res.StatusCode}}
+		readErrorAnswer(req, res) // answer.go
 	} else {
 		res.Body = &eventReader{rc: res.Body, max: t.maxEvent}
 	}

@@ -1,7 +1,18 @@
 // Package llm holds what the LLM providers (internal/llm/openai,
 // internal/llm/anthropic) share: turning an upstream failure into an error of
-// kind unavailable whose text says, in plain words, what happened, and the
-// caps on what a provider may send (caps.go).
+// kind unavailable whose text says, in plain words, what happened; the caps
+// on what a provider may send (caps.go); each call's error answer, read in
+// any shape (answer.go); a server's refusal of a request too large for the
+// model's window (overflow.go); the server's own tool-call ids (ids.go); and
+// the windows of well-known hosted models (window.go).
+//
+//	ctx, answer := llm.KeepErrorAnswer(ctx)
+//	... the SDK's call fails with err ...
+//	status, body := answer.Get()
+//	if ce := llm.ContextExceeded(api, status, body); ce != nil {
+//		return nil, ce // errors.Is(ce, agent.ErrContextExceeded)
+//	}
+//	return nil, llm.Upstream(api, ctx, err, status, llm.ErrorMessage(body), streaming)
 package llm
 
 import (

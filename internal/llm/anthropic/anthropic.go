@@ -1,7 +1,10 @@
 // Package anthropic is an agent.Provider for the Anthropic Messages API,
 // streamed, with tool_use / tool_result blocks, on the official SDK. What the
 // server sends is capped as it arrives (llm.Budget, llm.Options.Client):
-// past a cap the call fails with an *llm.TooLargeError.
+// past a cap the call fails with an *llm.TooLargeError. A Response carries
+// the token counts of message_start and message_delta in Usage; "prompt is
+// too long" is an *llm.ContextExceededError; DiscoverWindow answers from
+// llm.KnownWindow.
 //
 //	p, err := anthropic.New(anthropic.Options{BaseURL: "https://api.anthropic.com", Model: "claude-sonnet-4-5", APIKey: key})
 //	resp, err := p.Stream(ctx, req, func(d string) { fmt.Print(d) })
@@ -38,7 +41,19 @@ type Provider struct {
 	opts   Options
 }
 
-var _ agent.Provider = (*Provider)(nil)
+var (
+	_ agent.Provider         = (*Provider)(nil)
+	_ agent.WindowDiscoverer = (*Provider)(nil)
+)
+
+// DiscoverWindow implements agent.WindowDiscoverer from buddy's table of
+// known models (the Messages API says no model's window).
+func (p *Provider) DiscoverWindow(context.Context) (agent.Window, error) {
+	if n, ok := llm.KnownWindow(p.opts.Model); ok {
+		return agent.Window{Tokens: n, Source: llm.KnownWindowSource}, nil
+	}
+	return agent.Window{}, fmt.Errorf("no context window for model %q: it is not one buddy knows", p.opts.Model)
+}
 
 // New returns a provider.
 func New(o Options) (*Provider, error) {
@@ -76,16 +91,27 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 	if err != nil {
 		return nil, err
 	}
+	ctx, answer := llm.KeepErrorAnswer(ctx)
 	stream := p.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 	blocks := map[int64]*block{}
 	budget := p.opts.Budget()
-	var stop string
+	var (
+		stop  string
+		usage agent.Usage
+	)
 	got, stopped := false, false
 	for stream.Next() {
 		ev := stream.Current()
 		got = true
 		switch ev.Type {
+		case "message_start":
+			// The input side, whole: what was read from the cache and
+			// written to it are prompt tokens too.
+			if u := ev.Message.Usage; ev.Message.JSON.Usage.Valid() {
+				usage = agent.Usage{PromptTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+					CompletionTokens: u.OutputTokens, CachedTokens: u.CacheReadInputTokens, Reported: true}
+			}
 		case "content_block_start":
 			b := &block{kind: ev.ContentBlock.Type, id: ev.ContentBlock.ID, name: ev.ContentBlock.Name}
 			// Every block counts, whole, against the budget: the text or
@@ -138,22 +164,24 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 			if ev.Delta.StopReason != "" {
 				stop = string(ev.Delta.StopReason)
 			}
+			// Its counts are cumulative: output_tokens always, the input
+			// side when the API gives it again.
+			if u := ev.Usage; ev.JSON.Usage.Valid() {
+				usage.Reported = true
+				if u.JSON.OutputTokens.Valid() {
+					usage.CompletionTokens = u.OutputTokens
+				}
+				if in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; u.JSON.InputTokens.Valid() && in > 0 {
+					usage.PromptTokens = in
+					usage.CachedTokens = u.CacheReadInputTokens
+				}
+			}
 		case "message_stop":
 			stopped = true
 		}
 	}
 	if err := stream.Err(); err != nil {
-		status, msg := 0, ""
-		var apiErr *sdk.Error
-		if errors.As(err, &apiErr) {
-			status, msg = apiErr.StatusCode, apiMessage(apiErr)
-			if status < 400 {
-				// An error event inside a stream that began with 200.
-				err = fmt.Errorf("the server sent an error event: %s", msg)
-				status, got = 0, false
-			}
-		}
-		return nil, llm.Upstream(api, ctx, err, status, msg, got)
+		return nil, failure(ctx, err, answer, got)
 	}
 	if !got {
 		return nil, llm.Upstream(api, ctx, errors.New("the stream ended without a single event"), 0, "", false)
@@ -166,7 +194,7 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 		idx = append(idx, i)
 	}
 	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-	resp := &agent.Response{StopReason: stop}
+	resp := &agent.Response{StopReason: stop, Usage: usage}
 	var text strings.Builder
 	for _, i := range idx {
 		b := blocks[i]
@@ -183,11 +211,38 @@ func (p *Provider) Stream(ctx context.Context, req agent.Request, onText func(st
 					}
 				}
 			}
-			resp.ToolCalls = append(resp.ToolCalls, agent.ToolCall{ID: b.id, Name: b.name, Arguments: args})
+			resp.ToolCalls = append(resp.ToolCalls, agent.ToolCall{ProviderID: b.id, Name: b.name, Arguments: args})
 		}
 	}
 	resp.Text = text.String()
+	llm.ProviderIDs(resp.ToolCalls)
 	return resp, nil
+}
+
+// failure is the error of a call the SDK ended with err: a request too
+// large for the model's window ("prompt is too long", as an HTTP error or an
+// error event inside the stream), another HTTP error answer, or an
+// upstream failure.
+func failure(ctx context.Context, err error, answer *llm.ErrorAnswer, got bool) error {
+	status, body := answer.Get()
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) && apiErr.StatusCode < 400 {
+		// An error event inside a stream that began with 200.
+		status, body, got = 0, []byte(apiErr.RawJSON()), false
+		err = fmt.Errorf("the server sent an error event: %s", llm.ErrorMessage(body))
+	}
+	if ctx.Err() == nil {
+		if ce := llm.ContextExceeded(api, status, body); ce != nil {
+			return ce
+		}
+	}
+	if status != 0 {
+		return llm.Upstream(api, ctx, err, status, llm.ErrorMessage(body), got)
+	}
+	if apiErr != nil && apiErr.StatusCode >= 400 {
+		return llm.Upstream(api, ctx, err, apiErr.StatusCode, llm.ErrorMessage([]byte(apiErr.RawJSON())), got)
+	}
+	return llm.Upstream(api, ctx, err, 0, "", got)
 }
 
 // params builds the request body: the history as user and assistant turns,
@@ -198,7 +253,10 @@ func (p *Provider) params(req agent.Request) (sdk.MessageNewParams, error) {
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
-	var results []sdk.ContentBlockParamUnion
+	var (
+		results []sdk.ContentBlockParamUnion
+		ids     llm.CallIDs // the server's own ids for calls and results
+	)
 	flush := func() {
 		if len(results) > 0 {
 			params.Messages = append(params.Messages, sdk.NewUserMessage(results...))
@@ -212,6 +270,7 @@ func (p *Provider) params(req agent.Request) (sdk.MessageNewParams, error) {
 			params.Messages = append(params.Messages, sdk.NewUserMessage(sdk.NewTextBlock(m.Text)))
 		case agent.RoleAssistant:
 			flush()
+			ids.Calls()
 			var blocks []sdk.ContentBlockParamUnion
 			if m.Text != "" {
 				blocks = append(blocks, sdk.NewTextBlock(m.Text))
@@ -221,7 +280,7 @@ func (p *Provider) params(req agent.Request) (sdk.MessageNewParams, error) {
 				if err := json.Unmarshal([]byte(tc.Arguments), &input); err != nil {
 					input = map[string]any{}
 				}
-				blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, input, tc.Name))
+				blocks = append(blocks, sdk.NewToolUseBlock(ids.Call(tc), input, tc.Name))
 			}
 			if len(blocks) == 0 {
 				blocks = append(blocks, sdk.NewTextBlock("(no answer)"))
@@ -232,7 +291,7 @@ func (p *Provider) params(req agent.Request) (sdk.MessageNewParams, error) {
 			if content == "" {
 				content = "(empty result)"
 			}
-			results = append(results, sdk.NewToolResultBlock(m.ToolCallID, content, m.IsError))
+			results = append(results, sdk.NewToolResultBlock(ids.Result(m.ToolCallID), content, m.IsError))
 		}
 	}
 	flush()
@@ -258,24 +317,4 @@ func (p *Provider) params(req agent.Request) (sdk.MessageNewParams, error) {
 		params.Temperature = sdk.Float(*p.opts.Temperature)
 	}
 	return params, nil
-}
-
-// apiMessage is the API's own words from an error body
-// ({"type":"error","error":{"type","message"}}): "type: message", or the raw
-// body when it has another shape.
-func apiMessage(e *sdk.Error) string {
-	var body struct {
-		Error struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	raw := e.RawJSON()
-	if json.Unmarshal([]byte(raw), &body) == nil && body.Error.Message != "" {
-		if body.Error.Type != "" {
-			return body.Error.Type + ": " + body.Error.Message
-		}
-		return body.Error.Message
-	}
-	return raw
 }

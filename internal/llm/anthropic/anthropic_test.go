@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -83,6 +84,8 @@ func TestStream(t *testing.T) {
 		text      string
 		stop      string
 		toolCalls []agent.ToolCall
+		usage     *agent.Usage // nil: the default events' 25 in, 89 out
+		made      []int        // calls whose ProviderID buddy made up
 	}{
 		{
 			name:   "text",
@@ -97,7 +100,7 @@ func TestStream(t *testing.T) {
 				messageDelta("tool_use"), stop(),
 			},
 			deltas: []string{"Reading it."}, text: "Reading it.", stop: "tool_use",
-			toolCalls: []agent.ToolCall{{ID: "toolu_01", Name: "read_file", Arguments: `{"path": "notes.txt"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "toolu_01", Name: "read_file", Arguments: `{"path": "notes.txt"}`}},
 		},
 		{
 			name: "two parallel tool calls",
@@ -108,20 +111,20 @@ func TestStream(t *testing.T) {
 				messageDelta("tool_use"), stop(),
 			},
 			stop:      "tool_use",
-			toolCalls: []agent.ToolCall{{ID: "toolu_a", Name: "read_file", Arguments: `{"path":"a"}`}, {ID: "toolu_b", Name: "write_file", Arguments: `{"path":"b","content":"x"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "toolu_a", Name: "read_file", Arguments: `{"path":"a"}`}, {ProviderID: "toolu_b", Name: "write_file", Arguments: `{"path":"b","content":"x"}`}},
 		},
 		{
 			name:      "tool call without input deltas",
 			events:    []ev{start(), toolStart(0, "toolu_n", "now"), blockStop(0), messageDelta("tool_use"), stop()},
 			stop:      "tool_use",
-			toolCalls: []agent.ToolCall{{ID: "toolu_n", Name: "now", Arguments: `{}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "toolu_n", Name: "now", Arguments: `{}`}},
 		},
 		{
 			name: "input sent whole at block start",
 			events: []ev{start(), {"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_w","name":"read_file","input":{"path":"a"}}}`},
 				blockStop(0), messageDelta("tool_use"), stop()},
 			stop:      "tool_use",
-			toolCalls: []agent.ToolCall{{ID: "toolu_w", Name: "read_file", Arguments: `{"path":"a"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "toolu_w", Name: "read_file", Arguments: `{"path":"a"}`}},
 		},
 		{
 			name:   "max_tokens",
@@ -137,6 +140,36 @@ func TestStream(t *testing.T) {
 				blockStop(0), textStart(1), textDelta(1, "Yes."), blockStop(1), messageDelta("end_turn"), stop()},
 			deltas: []string{"Yes."}, text: "Yes.", stop: "end_turn",
 		},
+		{
+			name: "usage with the cache",
+			events: []ev{{"message_start", `{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","content":[],"model":"claude-test","stop_reason":null,"stop_sequence":null,` +
+				`"usage":{"input_tokens":12,"cache_creation_input_tokens":1000,"cache_read_input_tokens":2000,"output_tokens":1,"service_tier":"standard"}}}`},
+				textStart(0), textDelta(0, "ok"), blockStop(0),
+				{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`}, stop()},
+			deltas: []string{"ok"}, text: "ok", stop: "end_turn",
+			usage: &agent.Usage{PromptTokens: 3012, CompletionTokens: 15, CachedTokens: 2000, Reported: true},
+		},
+		{
+			name: "message_delta with the input side again (cumulative)",
+			events: []ev{start(), textStart(0), textDelta(0, "ok"), blockStop(0),
+				{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":10,"output_tokens":40}}`}, stop()},
+			deltas: []string{"ok"}, text: "ok", stop: "end_turn",
+			usage: &agent.Usage{PromptTokens: 40, CompletionTokens: 40, CachedTokens: 10, Reported: true},
+		},
+		{
+			name: "a server that sends no usage (a proxy)",
+			events: []ev{{"message_start", `{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","content":[],"model":"claude-test"}}`},
+				textStart(0), textDelta(0, "ok"), blockStop(0), {"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`}, stop()},
+			deltas: []string{"ok"}, text: "ok", stop: "end_turn", usage: &agent.Usage{},
+		},
+		{
+			name: "tool_use without an id, and two with the same",
+			events: []ev{start(), toolStart(0, "", "now"), blockStop(0), toolStart(1, "toolu_x", "now"), blockStop(1),
+				toolStart(2, "toolu_x", "now"), blockStop(2), messageDelta("tool_use"), stop()},
+			stop:      "tool_use",
+			toolCalls: []agent.ToolCall{{Name: "now", Arguments: `{}`}, {ProviderID: "toolu_x", Name: "now", Arguments: `{}`}, {Name: "now", Arguments: `{}`}},
+			made:      []int{0, 2},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := llmtest.NewFake(t, "/v1/messages", sse(tc.events...))
@@ -148,8 +181,16 @@ func TestStream(t *testing.T) {
 			if fmt.Sprint(deltas) != fmt.Sprint(tc.deltas) || resp.Text != tc.text || resp.StopReason != tc.stop {
 				t.Errorf("deltas %q text %q stop %q; want %q %q %q", deltas, resp.Text, resp.StopReason, tc.deltas, tc.text, tc.stop)
 			}
+			llmtest.CheckMadeIDs(t, resp.ToolCalls, tc.made)
 			if fmt.Sprintf("%+v", resp.ToolCalls) != fmt.Sprintf("%+v", tc.toolCalls) {
 				t.Errorf("tool calls\n%+v\nwant\n%+v", resp.ToolCalls, tc.toolCalls)
+			}
+			want := agent.Usage{PromptTokens: 25, CompletionTokens: 89, Reported: true}
+			if tc.usage != nil {
+				want = *tc.usage
+			}
+			if resp.Usage != want {
+				t.Errorf("usage %+v, want %+v", resp.Usage, want)
 			}
 			h := f.Header(0)
 			if h.Get("X-Api-Key") != "sk-ant-test" || h.Get("Anthropic-Version") == "" {
@@ -159,13 +200,16 @@ func TestStream(t *testing.T) {
 	}
 }
 
+// fullRequest has every part a request body can have: the first call with
+// the id the server gave it (sent back for the call and its result), the
+// others as rows stored before provider ids were kept (sent as they are).
 func fullRequest() agent.Request {
 	return agent.Request{
 		System: "You are buddy.",
 		Messages: []agent.Message{
 			{Role: agent.RoleUser, Text: "Copy notes.txt to out.txt"},
-			{Role: agent.RoleAssistant, Text: "Reading it first.", ToolCalls: []agent.ToolCall{{ID: "toolu_1", Name: "read_file", Arguments: `{"path":"notes.txt"}`}}},
-			{Role: agent.RoleTool, ToolCallID: "toolu_1", ToolName: "read_file", Content: `{"content":"buy oat milk\n"}`},
+			{Role: agent.RoleAssistant, Text: "Reading it first.", ToolCalls: []agent.ToolCall{{ID: "c_1", ProviderID: "toolu_01A09q90qw90lq917835lq9", Name: "read_file", Arguments: `{"path":"notes.txt"}`}}},
+			{Role: agent.RoleTool, ToolCallID: "c_1", ToolName: "read_file", Content: `{"content":"buy oat milk\n"}`},
 			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{
 				{ID: "toolu_2", Name: "write_file", Arguments: `{"path":"out.txt","content":"buy oat milk\n"}`},
 				{ID: "toolu_3", Name: "read_file", Arguments: `{"path":`},
@@ -451,5 +495,122 @@ func TestCaps(t *testing.T) {
 				t.Errorf("the model was sent %v, want %v", roles, want)
 			}
 		})
+	}
+}
+
+// TestToolCallIDsRoundTrip: the tool_use id goes back exactly, for the call
+// and its result, while buddy's own id stays the agent loop's.
+func TestToolCallIDsRoundTrip(t *testing.T) {
+	f := llmtest.NewFake(t, "/v1/messages",
+		sse(start(), toolStart(0, "toolu_01A09q90qw90lq917835lq9", "read_file"), jsonDelta(0, `{"path":"a"}`), blockStop(0), messageDelta("tool_use"), stop()),
+		sse(start(), textStart(0), textDelta(0, "Done."), blockStop(0), messageDelta("end_turn"), stop()))
+	p := provider(t, f)
+	resp, err := p.Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "read a"}}}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := resp.ToolCalls[0]
+	if call.ProviderID != "toolu_01A09q90qw90lq917835lq9" || call.ID != "" {
+		t.Fatalf("call %+v", call)
+	}
+	call.ID = "c_buddy1"
+	history := []agent.Message{
+		{Role: agent.RoleUser, Text: "read a"},
+		{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{call}},
+		{Role: agent.RoleTool, ToolCallID: "c_buddy1", ToolName: "read_file", Content: "A"},
+	}
+	if _, err := p.Stream(t.Context(), agent.Request{Messages: history}, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Messages []struct {
+			Content []struct {
+				ID        string `json:"id"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(f.Body(1), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent.Messages[1].Content[0].ID + " " + sent.Messages[2].Content[0].ToolUseID; got != "toolu_01A09q90qw90lq917835lq9 toolu_01A09q90qw90lq917835lq9" {
+		t.Errorf("sent back call and result ids %q, want the server's own", got)
+	}
+}
+
+// TestContextExceeded: "prompt is too long", as an HTTP 400 or an error
+// event inside the stream, is an error wrapping agent.ErrContextExceeded of
+// kind too_large, sent once; its neighbours are not.
+func TestContextExceeded(t *testing.T) {
+	fast := map[string]string{"Retry-After-Ms": "5"}
+	for _, tc := range []struct {
+		name     string
+		handlers []http.HandlerFunc
+		match    bool
+		says     string
+	}{
+		{name: "prompt is too long", handlers: []http.HandlerFunc{status(400, nil, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum")},
+			match: true, says: "HTTP 400: prompt is too long: 208310 tokens > 200000 maximum"},
+		{name: "input and max_tokens", handlers: []http.HandlerFunc{status(400, nil, "invalid_request_error",
+			"input length and `max_tokens` exceed context limit: 197626 + 21333 > 200000, decrease input length or `max_tokens` and try again")},
+			match: true, says: "exceed context limit"},
+		{name: "an error event after 200", handlers: []http.HandlerFunc{sse(start(),
+			ev{"error", `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`})},
+			match: true, says: "(the server said: prompt is too long"},
+		{name: "another 400", handlers: []http.HandlerFunc{status(400, nil, "invalid_request_error", "messages.1.content.0.tool_use.id: String should match pattern")},
+			says: "HTTP 400: the request was refused: invalid_request_error: messages.1"},
+		{name: "request_too_large, 413", handlers: []http.HandlerFunc{status(413, nil, "request_too_large", "Request exceeds the maximum allowed number of bytes.")},
+			says: "HTTP 413"},
+		{name: "overloaded, retried", handlers: []http.HandlerFunc{status(529, fast, "overloaded_error", "Overloaded"),
+			status(529, fast, "overloaded_error", "Overloaded"), status(529, fast, "overloaded_error", "Overloaded")},
+			says: "HTTP 529"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := llmtest.NewFake(t, "/v1/messages", tc.handlers...)
+			_, err := provider(t, f).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := errors.Is(err, agent.ErrContextExceeded); got != tc.match {
+				t.Fatalf("errors.Is(%q, ErrContextExceeded) = %v", err, got)
+			}
+			kind := errs.KindUnavailable
+			if tc.match {
+				kind = errs.KindTooLarge
+			}
+			if k := errs.KindOf(err); k != kind {
+				t.Errorf("kind %s, want %s", k, kind)
+			}
+			if !strings.HasPrefix(err.Error(), "the Anthropic Messages endpoint: ") || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("error %q does not say %q", err, tc.says)
+			}
+			if f.Requests() != len(tc.handlers) {
+				t.Errorf("%d requests, want %d", f.Requests(), len(tc.handlers))
+			}
+		})
+	}
+}
+
+func TestDiscoverWindow(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		tokens int
+	}{
+		{"claude-sonnet-4-5", 200_000},
+		{"claude-3-5-haiku-20241022", 200_000},
+		{"claude-next-unknown", 200_000},
+		{"my-proxy-model", 0},
+	} {
+		p, err := anthropic.New(anthropic.Options{BaseURL: "http://127.0.0.1:1", Model: tc.model, APIKey: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := p.DiscoverWindow(t.Context())
+		switch {
+		case tc.tokens == 0 && err == nil:
+			t.Errorf("%s: window %+v, want an error", tc.model, w)
+		case tc.tokens > 0 && (err != nil || w.Tokens != tc.tokens || w.Source != llm.KnownWindowSource):
+			t.Errorf("%s: window %+v, %v; want %d", tc.model, w, err, tc.tokens)
+		}
 	}
 }

@@ -16,9 +16,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buddy-run/buddy/internal/agent"
 )
 
 // Fake is a provider endpoint: request n is answered by handler n; a request
@@ -112,5 +115,34 @@ func Golden(t *testing.T, name string, got []byte, update bool) {
 	}
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Errorf("request body differs from %s (go test -update rewrites it):\n%s", path, buf.Bytes())
+	}
+}
+
+// CheckMadeIDs fails unless the calls at the indexes made have a
+// ProviderID buddy made up (agent.SynthesizeID: nine letters and digits)
+// that no other call of the answer has; it then clears them, so that the
+// calls can be compared with what a test expects.
+func CheckMadeIDs(t *testing.T, calls []agent.ToolCall, made []int) {
+	t.Helper()
+	seen := map[string]int{}
+	for i, c := range calls {
+		if j, dup := seen[c.ProviderID]; dup {
+			t.Errorf("calls %d and %d have the same ProviderID %q", j, i, c.ProviderID)
+		}
+		seen[c.ProviderID] = i
+		if c.ID != "" {
+			t.Errorf("call %d has ID %q: buddy's id is the agent loop's to give", i, c.ID)
+		}
+	}
+	for _, i := range made {
+		if i >= len(calls) {
+			t.Errorf("no call %d", i)
+			continue
+		}
+		id := calls[i].ProviderID
+		if len(id) != 9 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != "" {
+			t.Errorf("call %d: ProviderID %q is not one buddy made up", i, id)
+		}
+		calls[i].ProviderID = ""
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -60,7 +61,12 @@ func toolDelta(index int, id, name, args string) string {
 
 func finish(reason string) string { return chunk(`{}`, reason) }
 
-const usage = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"llama3.2","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}}`
+// usageChunk is the chunk include_usage asks for: no choices, the usage.
+func usageChunk(u string) string {
+	return `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"llama3.2","choices":[],"usage":` + u + `}`
+}
+
+var usage = usageChunk(`{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}`)
 
 // sse answers with the events as data lines, flushed one by one, then
 // [DONE].
@@ -84,11 +90,16 @@ func TestStream(t *testing.T) {
 		text      string
 		stop      string
 		toolCalls []agent.ToolCall
+		usage     agent.Usage
+		// made are the calls whose ProviderID buddy made up (the server
+		// sent none, or one an earlier call of the answer has).
+		made []int
 	}{
 		{
 			name:   "text",
 			events: []string{chunk(`{"role":"assistant","content":""}`, ""), text("Hel"), text("lo, "), text("wörld"), finish("stop"), usage},
 			deltas: []string{"Hel", "lo, ", "wörld"}, text: "Hello, wörld", stop: "stop",
+			usage: agent.Usage{PromptTokens: 12, CompletionTokens: 7, Reported: true},
 		},
 		{
 			name: "arguments split across chunks",
@@ -98,7 +109,7 @@ func TestStream(t *testing.T) {
 				finish("tool_calls"),
 			},
 			stop:      "tool_calls",
-			toolCalls: []agent.ToolCall{{ID: "call_abc", Name: "read_file", Arguments: `{"path": "notes.txt"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "call_abc", Name: "read_file", Arguments: `{"path": "notes.txt"}`}},
 		},
 		{
 			name: "text then two parallel calls, usage chunk",
@@ -109,7 +120,8 @@ func TestStream(t *testing.T) {
 				finish("tool_calls"), usage,
 			},
 			deltas: []string{"Reading both."}, text: "Reading both.", stop: "tool_calls",
-			toolCalls: []agent.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"a"}`}, {ID: "call_2", Name: "write_file", Arguments: `{"path":"b","content":"x"}`}},
+			usage:     agent.Usage{PromptTokens: 12, CompletionTokens: 7, Reported: true},
+			toolCalls: []agent.ToolCall{{ProviderID: "call_1", Name: "read_file", Arguments: `{"path":"a"}`}, {ProviderID: "call_2", Name: "write_file", Arguments: `{"path":"b","content":"x"}`}},
 		},
 		{
 			name: "interleaved parallel calls",
@@ -119,13 +131,13 @@ func TestStream(t *testing.T) {
 				finish("tool_calls"),
 			},
 			stop:      "tool_calls",
-			toolCalls: []agent.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"a"}`}, {ID: "call_2", Name: "read_file", Arguments: `{"path":"b"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "call_1", Name: "read_file", Arguments: `{"path":"a"}`}, {ProviderID: "call_2", Name: "read_file", Arguments: `{"path":"b"}`}},
 		},
 		{
 			name:      "finish_reason stop with tool calls (Ollama)",
 			events:    []string{toolDelta(0, "call_x", "read_file", `{"path":"a"}`), finish("stop")},
 			stop:      "stop",
-			toolCalls: []agent.ToolCall{{ID: "call_x", Name: "read_file", Arguments: `{"path":"a"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "call_x", Name: "read_file", Arguments: `{"path":"a"}`}},
 		},
 		{
 			name:   "finish_reason length",
@@ -138,7 +150,7 @@ func TestStream(t *testing.T) {
 				`{"index":0,"id":"call_0","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}},`+
 				`{"index":1,"id":"call_1","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"b\",\"content\":\"c\"}"}}]}`, "tool_calls")},
 			stop:      "tool_calls",
-			toolCalls: []agent.ToolCall{{ID: "call_0", Name: "read_file", Arguments: `{"path":"a"}`}, {ID: "call_1", Name: "write_file", Arguments: `{"path":"b","content":"c"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "call_0", Name: "read_file", Arguments: `{"path":"a"}`}, {ProviderID: "call_1", Name: "write_file", Arguments: `{"path":"b","content":"c"}`}},
 		},
 		{
 			name: "llama.cpp: every call at index 0, ids reused",
@@ -148,13 +160,56 @@ func TestStream(t *testing.T) {
 				finish("tool_calls"),
 			},
 			stop:      "tool_calls",
-			toolCalls: []agent.ToolCall{{ID: "call_0", Name: "read_file", Arguments: `{"path":"a"}`}, {ID: "call_1", Name: "read_file", Arguments: `{"path":"b"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "call_0", Name: "read_file", Arguments: `{"path":"a"}`}, {ProviderID: "call_1", Name: "read_file", Arguments: `{"path":"b"}`}},
 		},
 		{
 			name:      "id repeated on every chunk",
 			events:    []string{toolDelta(0, "call_0", "read_file", `{"path":`), toolDelta(0, "call_0", "", `"a"}`), finish("tool_calls")},
 			stop:      "tool_calls",
-			toolCalls: []agent.ToolCall{{ID: "call_0", Name: "read_file", Arguments: `{"path":"a"}`}},
+			toolCalls: []agent.ToolCall{{ProviderID: "call_0", Name: "read_file", Arguments: `{"path":"a"}`}},
+		},
+		{
+			name:   "usage with cached tokens",
+			events: []string{text("ok"), finish("stop"), usageChunk(`{"prompt_tokens":2006,"completion_tokens":300,"total_tokens":2306,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0}}`)},
+			deltas: []string{"ok"}, text: "ok", stop: "stop",
+			usage: agent.Usage{PromptTokens: 2006, CompletionTokens: 300, CachedTokens: 1920, Reported: true},
+		},
+		{
+			name: "usage beside the finish_reason (llama.cpp)",
+			events: []string{text("ok"), `{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":1758108431,"id":"chatcmpl-C","model":"gemma","object":"chat.completion.chunk",` +
+				`"usage":{"completion_tokens":31,"prompt_tokens":75,"total_tokens":106,"prompt_tokens_details":{"cached_tokens":64}},"timings":{"cache_n":64,"prompt_n":11}}`},
+			deltas: []string{"ok"}, text: "ok", stop: "stop",
+			usage: agent.Usage{PromptTokens: 75, CompletionTokens: 31, CachedTokens: 64, Reported: true},
+		},
+		{
+			name: "null usage on every chunk, then none: not reported",
+			events: []string{`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}],"usage":null}`,
+				`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`},
+			deltas: []string{"ok"}, text: "ok", stop: "stop",
+		},
+		{
+			name:      "a Mistral-style nine-character id is kept as it is",
+			events:    []string{toolDelta(0, "D681PevKs", "read_file", `{"path":"a"}`), finish("tool_calls")},
+			stop:      "tool_calls",
+			toolCalls: []agent.ToolCall{{ProviderID: "D681PevKs", Name: "read_file", Arguments: `{"path":"a"}`}},
+		},
+		{
+			name:      "a call without an id gets one",
+			events:    []string{toolDelta(0, "", "read_file", `{"path":"a"}`), finish("tool_calls")},
+			stop:      "tool_calls",
+			toolCalls: []agent.ToolCall{{Name: "read_file", Arguments: `{"path":"a"}`}},
+			made:      []int{0},
+		},
+		{
+			name: "two calls of one answer with the same id: the later one gets its own",
+			events: []string{
+				toolDelta(0, "call_0", "read_file", `{"path":"a"}`), toolDelta(1, "call_0", "read_file", `{"path":"b"}`),
+				toolDelta(2, "call_0", "now", `{}`), finish("tool_calls"),
+			},
+			stop: "tool_calls",
+			toolCalls: []agent.ToolCall{{ProviderID: "call_0", Name: "read_file", Arguments: `{"path":"a"}`},
+				{Name: "read_file", Arguments: `{"path":"b"}`}, {Name: "now", Arguments: `{}`}},
+			made: []int{1, 2},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,20 +222,29 @@ func TestStream(t *testing.T) {
 			if fmt.Sprint(deltas) != fmt.Sprint(tc.deltas) || resp.Text != tc.text || resp.StopReason != tc.stop {
 				t.Errorf("deltas %q text %q stop %q; want %q %q %q", deltas, resp.Text, resp.StopReason, tc.deltas, tc.text, tc.stop)
 			}
+			llmtest.CheckMadeIDs(t, resp.ToolCalls, tc.made)
 			if fmt.Sprintf("%+v", resp.ToolCalls) != fmt.Sprintf("%+v", tc.toolCalls) {
 				t.Errorf("tool calls\n%+v\nwant\n%+v", resp.ToolCalls, tc.toolCalls)
+			}
+			if resp.Usage != tc.usage {
+				t.Errorf("usage %+v, want %+v", resp.Usage, tc.usage)
+			}
+			if !bytes.Contains(f.Body(0), []byte(`"stream_options":{"include_usage":true}`)) {
+				t.Errorf("usage not asked for: %s", f.Body(0))
 			}
 		})
 	}
 }
 
-// fullRequest has every part a request body can have.
+// fullRequest has every part a request body can have: call_1 with the id
+// the server gave it (sent back for the call and its result), call_2 and
+// call_3 as rows stored before provider ids were kept (sent as they are).
 func fullRequest() agent.Request {
 	return agent.Request{
 		System: "You are buddy.",
 		Messages: []agent.Message{
 			{Role: agent.RoleUser, Text: "Copy notes.txt to out.txt"},
-			{Role: agent.RoleAssistant, Text: "Reading it first.", ToolCalls: []agent.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"notes.txt"}`}}},
+			{Role: agent.RoleAssistant, Text: "Reading it first.", ToolCalls: []agent.ToolCall{{ID: "call_1", ProviderID: "D681PevKs", Name: "read_file", Arguments: `{"path":"notes.txt"}`}}},
 			{Role: agent.RoleTool, ToolCallID: "call_1", ToolName: "read_file", Content: `{"content":"buy oat milk\n"}`},
 			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{
 				{ID: "call_2", Name: "write_file", Arguments: `{"path":"out.txt","content":"buy oat milk\n"}`},
@@ -472,6 +536,176 @@ func TestCaps(t *testing.T) {
 			}
 			if fmt.Sprint(roles) != fmt.Sprint(want) {
 				t.Errorf("the model was sent %v, want %v", roles, want)
+			}
+		})
+	}
+}
+
+// TestToolCallIDsRoundTrip: the id a server gives a call (Mistral's nine
+// characters, which vLLM checks) goes back exactly, for the call and its
+// result, while buddy's own id stays the agent loop's.
+func TestToolCallIDsRoundTrip(t *testing.T) {
+	f := llmtest.NewFake(t, "/v1/chat/completions",
+		sse(toolDelta(0, "D681PevKs", "read_file", `{"path":"a"}`), finish("tool_calls")),
+		sse(text("Done."), finish("stop")))
+	p := provider(t, f)
+	resp, err := p.Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "read a"}}}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := resp.ToolCalls[0]
+	if call.ProviderID != "D681PevKs" || call.ID != "" {
+		t.Fatalf("call %+v", call)
+	}
+	call.ID = "c_buddy1" // the agent loop's own id
+	history := []agent.Message{
+		{Role: agent.RoleUser, Text: "read a"},
+		{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{call}},
+		{Role: agent.RoleTool, ToolCallID: "c_buddy1", ToolName: "read_file", Content: "A"},
+	}
+	if _, err := p.Stream(t.Context(), agent.Request{Messages: history}, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Messages []struct {
+			ToolCalls []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+			ToolCallID string `json:"tool_call_id"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(f.Body(1), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent.Messages[1].ToolCalls[0].ID + " " + sent.Messages[2].ToolCallID; got != "D681PevKs D681PevKs" {
+		t.Errorf("sent back call and result ids %q, want the server's own", got)
+	}
+}
+
+// TestUsageOptionRefused: a server that refuses stream_options (Mistral's
+// API answers 422 extra_forbidden) is asked again without it, once, and
+// never again by the same provider.
+func TestUsageOptionRefused(t *testing.T) {
+	mistral := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(422)
+		fmt.Fprint(w, `{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","stream_options","include_usage"],"msg":"Extra inputs are not permitted","input":true}]},"type":"invalid_request_error","param":null,"code":null}`)
+	}
+	f := llmtest.NewFake(t, "/v1/chat/completions", mistral,
+		sse(text("Hi."), finish("stop"), usage), sse(text("Again."), finish("stop")))
+	p := provider(t, f)
+	for i, want := range []string{"Hi.", "Again."} {
+		resp, err := p.Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if resp.Text != want {
+			t.Errorf("call %d: %q", i, resp.Text)
+		}
+	}
+	for i, asked := range []bool{true, false, false} {
+		if got := bytes.Contains(f.Body(i), []byte("stream_options")); got != asked {
+			t.Errorf("request %d: stream_options sent %v, want %v", i, got, asked)
+		}
+	}
+}
+
+// TestUsageOptionNotRetriedForOtherRefusals: a 400 about anything else is
+// not sent again.
+func TestUsageOptionNotRetriedForOtherRefusals(t *testing.T) {
+	f := llmtest.NewFake(t, "/v1/chat/completions", status(400, nil, "tools are not supported by this model"))
+	_, err := provider(t, f).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+	if err == nil || f.Requests() != 1 {
+		t.Fatalf("error %v after %d requests", err, f.Requests())
+	}
+}
+
+// raw answers with status and body as they are.
+func raw(code int, contentType, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(code)
+		fmt.Fprint(w, body)
+	}
+}
+
+// TestContextExceeded: each server's "the request does not fit the window",
+// in its own wire format, is an error wrapping agent.ErrContextExceeded of
+// kind too_large that says what the server said, and is not sent again; its
+// neighbours are not.
+func TestContextExceeded(t *testing.T) {
+	const llamaCpp = `{"error":{"code":400,"message":"request (4390 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4390,"n_ctx":4096}}`
+	nested, _ := json.Marshal(map[string]string{"error": llamaCpp})
+	fast := map[string]string{"Retry-After-Ms": "5"}
+	for _, tc := range []struct {
+		name     string
+		handlers []http.HandlerFunc
+		match    bool
+		says     string
+		window   int
+	}{
+		{name: "llama.cpp", handlers: []http.HandlerFunc{raw(400, "application/json; charset=utf-8", llamaCpp)},
+			match: true, says: "HTTP 400: request (4390 tokens) exceeds the available context size (4096 tokens)", window: 4096},
+		{name: "llama.cpp, an answer that runs out of room, 500 (not retried)",
+			handlers: []http.HandlerFunc{raw(500, "application/json", `{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`)},
+			match:    true, says: "Context size has been exceeded"},
+		{name: "llama.cpp, an error event after 200", handlers: []http.HandlerFunc{sse(text("Hel"),
+			`{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`)},
+			match: true, says: "the server said: Context size has been exceeded"},
+		{name: "OpenAI", handlers: []http.HandlerFunc{raw(400, "application/json",
+			`{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130511 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`)},
+			match: true, says: "maximum context length is 128000 tokens", window: 128000},
+		{name: "vLLM", handlers: []http.HandlerFunc{raw(400, "application/json",
+			`{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 0 output tokens and your prompt contains at least 4097 input tokens, for a total of at least 4097 tokens.","type":"BadRequestError","param":"input_tokens","code":400}}`)},
+			match: true, says: "your prompt contains at least 4097 input tokens", window: 4096},
+		{name: "vLLM before 0.10", handlers: []http.HandlerFunc{raw(400, "application/json",
+			`{"object":"error","message":"This model's maximum context length is 6048 tokens. However, you requested 6616 tokens (568 in the messages, 6048 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`)},
+			match: true, says: "you requested 6616 tokens", window: 6048},
+		{name: "Ollama, llama-server's body as its message", handlers: []http.HandlerFunc{raw(400, "application/json", string(nested))},
+			match: true, says: "exceeds the available context size", window: 4096},
+		{name: "LM Studio, an error event after 200", handlers: []http.HandlerFunc{func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: error\ndata: {\"error\":{\"message\":\"Input does not fit in context length. The input has 31430 tokens, but the context length only supports 30000 tokens.\"},\"message\":\"Input does not fit in context length. The input has 31430 tokens, but the context length only supports 30000 tokens.\"}\n\n")
+		}}, match: true, says: "Input does not fit in context length", window: 30000},
+		{name: "LM Studio 0.3", handlers: []http.HandlerFunc{raw(400, "application/json",
+			`{"error":"Trying to keep the first 15857 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input"}`)},
+			match: true, says: "Trying to keep the first 15857 tokens", window: 4096},
+		// Neighbours.
+		{name: "another 400", handlers: []http.HandlerFunc{raw(400, "application/json",
+			`{"error":{"code":400,"message":"Multimodal data provided, but model does not support multimodal requests.","type":"invalid_request_error"}}`)},
+			says: "HTTP 400: the request was refused: invalid_request_error: Multimodal data provided"},
+		{name: "a proxy's 413", handlers: []http.HandlerFunc{raw(413, "text/html",
+			"<html><head><title>413 Request Entity Too Large</title></head><body><center><h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center></body></html>")},
+			says: "HTTP 413: the request was refused: <html>"},
+		{name: "a 500 about something else is retried", handlers: []http.HandlerFunc{raw(500, "application/json", `{"error":"model runner crashed"}`),
+			status(500, fast, "boom"), status(503, fast, "boom")},
+			says: "HTTP 503"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := llmtest.NewFake(t, "/v1/chat/completions", tc.handlers...)
+			_, err := provider(t, f).Stream(t.Context(), agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}, func(string) {})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := errors.Is(err, agent.ErrContextExceeded); got != tc.match {
+				t.Fatalf("errors.Is(%q, ErrContextExceeded) = %v", err, got)
+			}
+			kind := errs.KindUnavailable
+			if tc.match {
+				kind = errs.KindTooLarge
+			}
+			if k := errs.KindOf(err); k != kind {
+				t.Errorf("kind %s, want %s", k, kind)
+			}
+			if !strings.HasPrefix(err.Error(), "the OpenAI-compatible endpoint: ") || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("error %q does not say %q", err, tc.says)
+			}
+			if f.Requests() != len(tc.handlers) {
+				t.Errorf("%d requests, want %d", f.Requests(), len(tc.handlers))
+			}
+			var ce *llm.ContextExceededError
+			if errors.As(err, &ce) && ce.WindowTokens != tc.window {
+				t.Errorf("window %d, want %d", ce.WindowTokens, tc.window)
 			}
 		})
 	}
