@@ -23,6 +23,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/internal/syncbuf"
 )
 
@@ -426,7 +428,11 @@ timeout = %s
 		}
 	}
 	sv.stop(t)
-	st := openStore(t, s)
+	st, err := store.Open(t.Context(), filepath.Join(s.dir, "data", "buddy.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(context.Background())
 	rows, err := st.Messages(t.Context(), conv)
 	if err != nil {
 		t.Fatal(err)

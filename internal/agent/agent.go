@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -116,6 +117,9 @@ type Agent struct {
 	opts Options
 	cal  calibration
 	hist *histories
+	// window is the window a server named when it refused a request as
+	// too long (0: none did).
+	window atomic.Int64
 }
 
 // New returns an agent.
@@ -142,8 +146,19 @@ func New(opts Options) *Agent {
 // Budget is the agent's context budget: the window, the answer's reserve,
 // and what a request may take.
 func (a *Agent) Budget() (window, reserve, request int) {
-	b := newBudget(a.opts.Window, a.opts.Reserve)
+	b := a.budget()
 	return b.window, b.reserve, b.tokens
+}
+
+// budget is the budget of the window in force: the configured (or
+// discovered) one, or the smaller one a server named when it refused a
+// request as too long.
+func (a *Agent) budget() budget {
+	w := a.opts.Window
+	if l := int(a.window.Load()); l > 0 && (w <= 0 || l < w) {
+		w = l
+	}
+	return newBudget(w, a.opts.Reserve)
 }
 
 // ToolOutcome is one tool call of a turn.
@@ -214,7 +229,7 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 	if err != nil {
 		return a.fail(out, err)
 	}
-	b := newBudget(a.opts.Window, a.opts.Reserve)
+	b := a.budget()
 	out.Usage.WindowTokens = int64(b.window)
 	skills := a.skillList(tools)
 	var told []string // what the user was told was left out
@@ -264,9 +279,12 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 			}
 			if errors.Is(err, ErrContextExceeded) && streamed.Len() == 0 {
 				if attempt == 0 {
-					// The estimate was short: count more tokens a byte,
-					// compact harder, try once more.
-					a.cal.learn(requestBytes(req.System, req.Tools, req.Messages), int64(float64(b.window)*1.25))
+					// The estimate was short, or the window smaller than
+					// believed: learn what the server said (or count more
+					// tokens a byte), compact harder, try once more.
+					a.learnFromRefusal(req, b, err)
+					b = a.budget()
+					out.Usage.WindowTokens = int64(b.window)
 					a.opts.Logger.Warn("the model's window was exceeded: compacting harder and retrying", "conversation", conversation, "window", b.window, "err", err)
 					continue
 				}
@@ -341,6 +359,29 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 	_ = a.storeAssistant(context.WithoutCancel(ctx), conversation, msg, nil)
 	out.Text, out.Reason = msg, ReasonMaxIterations
 	return out
+}
+
+// learnFromRefusal learns what a context-exceeded answer says: the
+// request's real size in tokens (calibration) and the server's window, when
+// it gives them (ContextFigures); else that the request took more than the
+// window.
+func (a *Agent) learnFromRefusal(req Request, b budget, err error) {
+	n := requestBytes(req.System, req.Tools, req.Messages)
+	prompt, window := 0, 0
+	var cf ContextFigures
+	if errors.As(err, &cf) {
+		prompt, window = cf.ContextFigures()
+	}
+	if window > 0 && window < b.window {
+		a.window.Store(int64(window))
+		a.opts.Logger.Warn("the server's context window is smaller than configured or discovered: using the server's",
+			"window", window, "was", b.window)
+		b = a.budget()
+	}
+	if prompt <= 0 {
+		prompt = int(float64(b.window) * 1.25)
+	}
+	a.cal.learn(n, int64(prompt))
 }
 
 // fit builds a request that fits the budget: the conversation's history

@@ -135,8 +135,10 @@ func (a *Agent) refresh(ctx context.Context, conversation string, c *convHistory
 	case incremental:
 		rows, err = ar.MessagesAfter(ctx, conversation, c.lastID)
 	default:
-		// A History that can only read everything: start again.
-		*c = convHistory{asked: map[string]bool{}, answer: map[string]bool{}}
+		// A History that can only read everything: start again (c.mu,
+		// held, stays as it is).
+		c.lastID, c.first, c.summary, c.entries = 0, 0, nil, nil
+		c.asked, c.answer = map[string]bool{}, map[string]bool{}
 		rows, err = a.opts.History.Messages(ctx, conversation)
 	}
 	if err != nil {

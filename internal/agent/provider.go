@@ -95,6 +95,13 @@ type Usage struct {
 // "prompt is too long".
 var ErrContextExceeded = errors.New("the request exceeds the model's context window")
 
+// ContextFigures is implemented by a context-exceeded error that carries
+// the server's own figures: the refused prompt's tokens and the model's
+// window (0 for what the server did not say). The loop learns from them.
+type ContextFigures interface {
+	ContextFigures() (prompt, window int)
+}
+
 // Window is a model's context window as a provider learned it.
 type Window struct {
 	Tokens int

@@ -410,3 +410,30 @@ func TestTurnReadsOnlyNewRows(t *testing.T) {
 		t.Fatalf("rows read: %d by the first turn (want 200), %d by the second (want 2: its predecessor's message and answer)", first, h.rows-first)
 	}
 }
+
+// onlyMessages is a History that can only read a whole conversation.
+type onlyMessages struct{ st *store.Store }
+
+func (o onlyMessages) AppendMessage(ctx context.Context, m store.Message) (int64, error) {
+	return o.st.AppendMessage(ctx, m)
+}
+func (o onlyMessages) Messages(ctx context.Context, conv string) ([]store.Message, error) {
+	return o.st.Messages(ctx, conv)
+}
+
+// TestHistoryWithoutIncrementalReads: a History that can only read whole
+// conversations still works turn after turn (the history is rebuilt).
+func TestHistoryWithoutIncrementalReads(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	model := &windowModel{window: 100000}
+	a := agent.New(agent.Options{Provider: model, Skills: e.gate, History: onlyMessages{e.st}, Window: 100000})
+	for i := range 3 {
+		if out := a.Turn(t.Context(), e.conv, fmt.Sprint("turn ", i), &recSink{}); out.Reason != agent.ReasonFinal {
+			t.Fatalf("turn %d: %+v", i, out)
+		}
+	}
+	reqs, _ := model.requests()
+	if got := len(reqs[2].Messages); got != 5 {
+		t.Fatalf("the third turn sent %d messages, want 5 (two turns and the new message)", got)
+	}
+}

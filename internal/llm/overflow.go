@@ -35,6 +35,13 @@ func (e *ContextExceededError) Error() string {
 	return fmt.Sprintf("%s: the request does not fit the model's context window (the server said: %s)", e.API, said)
 }
 
+// ContextFigures implements agent.ContextFigures.
+func (e *ContextExceededError) ContextFigures() (prompt, window int) {
+	return e.PromptTokens, e.WindowTokens
+}
+
+var _ agent.ContextFigures = (*ContextExceededError)(nil)
+
 // Is matches errs.ErrTooLarge and agent.ErrContextExceeded.
 func (e *ContextExceededError) Is(target error) bool {
 	return target == errs.ErrTooLarge || target == agent.ErrContextExceeded
