@@ -200,6 +200,16 @@ func (h *lazyHistory) Messages(ctx context.Context, conv string) ([]store.Messag
 	return h.get().Messages(ctx, conv)
 }
 
+// MessagesAfter and LastSummary let the agent read the conversation
+// incrementally, as it reads buddy serve's store.
+func (h *lazyHistory) MessagesAfter(ctx context.Context, conv string, after int64) ([]store.Message, error) {
+	return h.get().MessagesAfter(ctx, conv, after)
+}
+
+func (h *lazyHistory) LastSummary(ctx context.Context, conv string) (store.Message, bool, error) {
+	return h.get().LastSummary(ctx, conv)
+}
+
 // Hostile content: if any of it ran, window.__pwned would be set; if the
 // renderer let HTML through, an <img> or <script> element would exist.
 const hostileMarkdown = "<img src=x onerror=\"window.__pwned='img'\"> **bold**\n\n" +
