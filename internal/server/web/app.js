@@ -845,6 +845,12 @@
     dialogExpired = false;
     $('ap-skill').textContent = visible(a.skill_name);
     $('ap-level').textContent = a.permission_level;
+    // The module that runs if approved: an answer applies to it only.
+    $('ap-module').hidden = !a.version && !a.module_sha256;
+    $('ap-version').textContent = a.version ? visible(a.version) : 'unknown';
+    $('ap-sha-part').hidden = !a.module_sha256;
+    $('ap-sha').textContent = visible(String(a.module_sha256 || '').slice(0, 12));
+    $('ap-sha').title = a.module_sha256 ? 'sha256 ' + visible(a.module_sha256) : '';
     const where = touched(a.arguments);
     $('approval-what').textContent = visible(a.skill_name) + ' wants to run' +
       (where.length ? ' on ' + where.join(' and ') : '') + '. Nothing runs unless you approve.';
