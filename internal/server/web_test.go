@@ -210,6 +210,11 @@ func (h *lazyHistory) LastSummary(ctx context.Context, conv string) (store.Messa
 	return h.get().LastSummary(ctx, conv)
 }
 
+// AppendUsage records the usage of a model request, as buddy serve does.
+func (h *lazyHistory) AppendUsage(ctx context.Context, u store.Usage) error {
+	return h.get().AppendUsage(ctx, u)
+}
+
 // Hostile content: if any of it ran, window.__pwned would be set; if the
 // renderer let HTML through, an <img> or <script> element would exist.
 const hostileMarkdown = "<img src=x onerror=\"window.__pwned='img'\"> **bold**\n\n" +
@@ -686,6 +691,9 @@ func TestWebNoProvider(t *testing.T) {
 	b := signedIn(t, browser, s)
 	b.send("hi")
 	b.wait(`!document.getElementById("banner").hidden && document.getElementById("banner").textContent.includes("No LLM provider") && !document.getElementById("invoke-panel").hidden`)
+	if b.str(`String(document.getElementById("meter").hidden)`) != "true" {
+		t.Error("the token meter shows without a provider")
+	}
 	b.run(chromedp.SetValue("#invoke-skill", "read_file", chromedp.ByID))
 	b.run(chromedp.SetValue("#invoke-args", `{"path": "notes.txt"}`, chromedp.ByID))
 	b.run(chromedp.Click("#invoke-panel button[type=submit]", chromedp.ByQuery))
