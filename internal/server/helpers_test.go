@@ -387,6 +387,7 @@ type conversationView struct {
 		Arguments       json.RawMessage `json:"arguments"`
 		Status          string          `json:"status"`
 		DecidedBy       string          `json:"decided_by"`
+		ModuleSHA256    string          `json:"module_sha256"`
 	} `json:"approvals"`
 }
 

@@ -200,6 +200,21 @@ func (h *lazyHistory) Messages(ctx context.Context, conv string) ([]store.Messag
 	return h.get().Messages(ctx, conv)
 }
 
+// MessagesAfter and LastSummary let the agent read the conversation
+// incrementally, as it reads buddy serve's store.
+func (h *lazyHistory) MessagesAfter(ctx context.Context, conv string, after int64) ([]store.Message, error) {
+	return h.get().MessagesAfter(ctx, conv, after)
+}
+
+func (h *lazyHistory) LastSummary(ctx context.Context, conv string) (store.Message, bool, error) {
+	return h.get().LastSummary(ctx, conv)
+}
+
+// AppendUsage records the usage of a model request, as buddy serve does.
+func (h *lazyHistory) AppendUsage(ctx context.Context, u store.Usage) error {
+	return h.get().AppendUsage(ctx, u)
+}
+
 // Hostile content: if any of it ran, window.__pwned would be set; if the
 // renderer let HTML through, an <img> or <script> element would exist.
 const hostileMarkdown = "<img src=x onerror=\"window.__pwned='img'\"> **bold**\n\n" +
@@ -406,6 +421,28 @@ func TestWebPage(t *testing.T) {
 		if !strings.Contains(d.Touches, "create ") || !strings.Contains(d.Touches, "new file") {
 			t.Errorf("dialog does not show the resolved target: %q", d.Touches)
 		}
+		// The module approved: its version and a short sha256, whole in
+		// the title.
+		var mod struct {
+			Hidden              bool
+			Version, Sha, Title string
+		}
+		b.eval(`({hidden: document.getElementById("ap-module").hidden, version: document.getElementById("ap-version").textContent,
+			sha: document.getElementById("ap-sha").textContent, title: document.getElementById("ap-sha").title})`, &mod)
+		var skills struct {
+			Skills []struct{ Name, Version string }
+		}
+		s.getJSON(t, "/api/skills", &skills)
+		version := ""
+		for _, sk := range skills.Skills {
+			if sk.Name == "write_file" {
+				version = sk.Version
+			}
+		}
+		if mod.Hidden || version == "" || mod.Version != version || !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(mod.Sha) ||
+			!regexp.MustCompile(`^sha256 [0-9a-f]{64}$`).MatchString(mod.Title) || !strings.HasPrefix(mod.Title, "sha256 "+mod.Sha) {
+			t.Errorf("the dialog shows the module as %+v, want version %q and a short sha256", mod, version)
+		}
 		if got := b.str(`document.title`); !strings.HasPrefix(got, "(1) Approval needed") {
 			t.Errorf("title while an approval waits: %q", got)
 		}
@@ -426,6 +463,9 @@ func TestWebPage(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join(s.scratch, "approved.txt"))
 		if err != nil || string(data) != "written by the model\n" {
 			t.Fatalf("approved.txt: %q, %v", data, err)
+		}
+		if aps := s.conversation(t, convID).Approvals; len(aps) == 0 || "sha256 "+aps[len(aps)-1].ModuleSHA256 != mod.Title {
+			t.Errorf("the approval stored %+v, the dialog showed %s", aps, mod.Title)
 		}
 		card := b.str(`[...document.querySelectorAll("li.msg.tool")].pop().textContent`)
 		for _, want := range []string{"write_file", "mutating", "done", "Approved by you", "approved.txt"} {
@@ -651,6 +691,9 @@ func TestWebNoProvider(t *testing.T) {
 	b := signedIn(t, browser, s)
 	b.send("hi")
 	b.wait(`!document.getElementById("banner").hidden && document.getElementById("banner").textContent.includes("No LLM provider") && !document.getElementById("invoke-panel").hidden`)
+	if b.str(`String(document.getElementById("meter").hidden)`) != "true" {
+		t.Error("the token meter shows without a provider")
+	}
 	b.run(chromedp.SetValue("#invoke-skill", "read_file", chromedp.ByID))
 	b.run(chromedp.SetValue("#invoke-args", `{"path": "notes.txt"}`, chromedp.ByID))
 	b.run(chromedp.Click("#invoke-panel button[type=submit]", chromedp.ByQuery))

@@ -100,12 +100,20 @@
     shown: null, // approval id in the dialog
     answered: new Set(), // approval ids answered from this tab
     stream: null, // {li, body, md, text, pending, scheduled, rest}
+    view: 0, // counts the conversations opened, so that late answers are dropped
+    folding: Promise.resolve(), // the compactions being folded, in order
+    usage: null, // the current conversation's usage (GET, then each done)
+    leftOut: null, // {text, li}: the last left_out notice
     noProvider: false,
     ws: null,
     wsUp: false,
     retry: 0,
     pendingInvoke: false,
   };
+
+  // rawText keeps the text of a message shown live (a frame names no
+  // message id), to find it among the stored messages (adopt).
+  const rawText = new WeakMap();
 
   // ------------------------------------------------------------------ api
 
@@ -281,10 +289,17 @@
       case 'approval_resolved':
         onResolved(f);
         break;
+      case 'compaction':
+        if (here) onCompaction(f);
+        break;
+      case 'left_out':
+        if (here) leftOut(f);
+        break;
       case 'done':
         state.running.delete(f.conversation_id);
         if (here) {
           finishStream(null);
+          addUsage(f.usage);
           if (f.reason === 'canceled') note('Stopped.');
           else if (f.reason === 'max_iterations') note('The turn stopped at the round limit.');
           updateComposer();
@@ -302,7 +317,7 @@
     if (f.kind === 'config') {
       state.noProvider = true;
       if (f.conversation_id) state.running.delete(f.conversation_id);
-      const lastUser = $('messages').querySelector('li.msg.user:last-child');
+      const lastUser = $('messages').querySelector(':scope > li.msg.user:last-child');
       if (lastUser) lastUser.append(el('div', 'muted small', 'not sent: no model to answer it'));
       banner('No LLM provider is configured, so nobody can answer messages yet. ' + f.detail +
         ' You can still run a skill directly below.');
@@ -464,8 +479,7 @@
 
   function newConversationView() {
     setCurrent(null);
-    state.cards.clear();
-    state.stream = null;
+    resetView(null);
     $('messages').replaceChildren();
     clearBanner();
     if (state.noProvider) showInvoke();
@@ -483,8 +497,7 @@
     }
     setCurrent(id);
     clearBanner();
-    state.cards.clear();
-    state.stream = null;
+    resetView(data.usage);
     const t1 = performance.now();
     renderHistory(data);
     // How long opening took (fetch + render) and rendering alone, in ms.
@@ -494,6 +507,15 @@
     closeSidebar();
     updateComposer();
     $('composer-text').focus();
+  }
+
+  // resetView forgets what the page knew of the conversation shown before.
+  function resetView(usage) {
+    state.view++;
+    state.cards.clear();
+    state.stream = null;
+    state.leftOut = null;
+    setUsage(usage);
   }
 
   // The first click on ✕ asks (the button says "Delete?"), the second,
@@ -544,23 +566,235 @@
 
   function renderHistory(data) {
     const box = $('messages');
-    const frag = document.createDocumentFragment();
+    box.replaceChildren(buildMessages(data.messages || [], approvalsByCall(data)));
+    box.scrollTop = box.scrollHeight;
+  }
+
+  function approvalsByCall(data) {
     const byCall = new Map();
     for (const a of data.approvals || []) byCall.set(a.call_id, a);
-    for (const m of data.messages || []) {
-      if (m.role === 'user') frag.append(userItem(m.text || ''));
-      else if (m.role === 'assistant') {
-        if (m.text) frag.append(assistantItem(m.text, false).li);
-      } else if (m.role === 'tool') {
-        const card = makeCard({ call_id: m.call_id, skill: m.skill, arguments: m.arguments });
-        fillResult(card, m);
-        const a = byCall.get(m.call_id);
-        if (a) setCardNote(card, approvalText(a.status, a.decided_by), a.status === 'approved' ? 'ok' : 'fail');
-        frag.append(card.li);
+    return byCall;
+  }
+
+  // buildMessages lays out stored messages, oldest first. A summary's card
+  // stands where the first message it covers was, folded, and holds those
+  // messages in order. Ranges grow from the conversation's start, so a
+  // later summary covers an earlier one's range: the messages are merged
+  // into the later card, and the earlier summary stands among them, after
+  // the last message it covers (where it was made), without a list of its
+  // own. Each message is placed once, the cards never nest, and opening
+  // one card shows every message it covers. One pass over the messages,
+  // after sorting the summaries. notice: {id, text} shown on a card.
+  function buildMessages(msgs, byCall, notice) {
+    const root = document.createDocumentFragment();
+    const sums = msgs.filter((m) => m.role === 'summary')
+      .sort((a, b) => a.covers_from - b.covers_from || b.covers_to - a.covers_to || b.id - a.id);
+    let card = null; // the open card: {to, list, marks: summaries inside it, next: the first not placed, dirty}
+    let k = 0;
+    const flush = (id) => {
+      // Those placed already end before any added since: sorting keeps them.
+      if (card && card.dirty) card.marks.sort((a, b) => a.covers_to - b.covers_to || a.id - b.id);
+      if (card) card.dirty = false;
+      while (card && card.next < card.marks.length && card.marks[card.next].covers_to < id) {
+        card.list.append(summaryItem(card.marks[card.next++], '', true).li);
+      }
+    };
+    const reach = (id) => {
+      if (card && card.to < id) {
+        flush(Infinity);
+        card = null;
+      }
+      while (k < sums.length && sums[k].covers_from <= id) {
+        const s = sums[k++];
+        if (card && s.covers_to <= card.to) {
+          card.marks.push(s);
+          card.dirty = true;
+          continue;
+        }
+        flush(Infinity); // a range that crosses the open card's end (buddy makes none) closes it
+        const c = summaryItem(s, notice && notice.id === s.id ? notice.text : '', false);
+        root.append(c.li);
+        card = { to: s.covers_to, list: c.list, marks: [], next: 0, dirty: false };
+      }
+      flush(id);
+    };
+    for (const m of msgs) {
+      if (m.role === 'summary') continue;
+      reach(m.id);
+      const li = messageItem(m, byCall);
+      if (li) (card ? card.list : root).append(li);
+    }
+    reach(Infinity);
+    return root;
+  }
+
+  // messageItem is the list item of a stored message, carrying its id; none
+  // for an assistant message that only called tools (its cards show it).
+  function messageItem(m, byCall) {
+    let li = null;
+    if (m.role === 'user') li = userItem(m.text || '');
+    else if (m.role === 'assistant') {
+      if (m.text) li = assistantItem(m.text, false).li;
+    } else if (m.role === 'tool') {
+      const card = makeCard({ call_id: m.call_id, skill: m.skill, arguments: m.arguments });
+      fillResult(card, m);
+      const a = byCall.get(m.call_id);
+      if (a) setCardNote(card, approvalText(a.status, a.decided_by), a.status === 'approved' ? 'ok' : 'fail');
+      li = card.li;
+    }
+    if (li) li.dataset.id = m.id;
+    return li;
+  }
+
+  // summaryItem is a summary: its card, folded, with what it says (as an
+  // assistant message says it) and then the list of the messages it stands
+  // for; or, inline among them in a later card, what it says only.
+  function summaryItem(s, notice, inline) {
+    const c = s.compaction || {};
+    const n = c.messages;
+    const dropped = c.method === 'dropped';
+    const li = el('li', 'msg summary' + (inline ? ' inline' : ''));
+    li.dataset.id = s.id;
+    li.dataset.from = s.covers_from;
+    li.dataset.to = s.covers_to;
+    const d = el('details', inline ? 'fold' : 'card fold');
+    const head = el('summary');
+    head.append(el('span', 'fold-title', (n > 0 ? n + ' earlier message' + (n === 1 ? '' : 's') : 'Earlier messages') +
+      (dropped ? ' left out' : ' summarised') + ' to fit the model\'s context window'));
+    if (notice) head.append(el('span', 'fold-note small muted', visible(notice)));
+    d.append(head);
+    if (s.text) {
+      const body = el('div', 'msg-body md');
+      body.append(md.render(s.text));
+      const sum = el('div', 'msg assistant fold-summary');
+      sum.append(el('div', 'msg-role', 'Summary'), body);
+      d.append(sum);
+    } else {
+      d.append(el('p', 'small muted', 'The model no longer sees them' + (c.error ? ' (the summary failed: ' + visible(c.error) + ')' : '') +
+        (inline ? '.' : '; they are all kept here:')));
+    }
+    const list = el('ol', 'fold-list');
+    if (!inline) d.append(list);
+    li.append(d);
+    return { li, list };
+  }
+
+  // A compaction while the conversation is shown: the covered messages
+  // already on the page fold under the summary's card, where they were.
+  // Frames carry no message ids (nor the summary's text), so the
+  // conversation is read once to learn them; compactions fold one at a
+  // time, in order.
+  function onCompaction(f) {
+    const view = state.view;
+    state.folding = state.folding.then(async () => {
+      let data = null;
+      try {
+        data = await api('GET', '/api/conversations/' + encodeURIComponent(f.conversation_id));
+      } catch (e) {
+        data = null;
+      }
+      if (state.view !== view || state.current !== f.conversation_id) return;
+      if (data) foldLive(f, data);
+      else if (f.text) note(visible(f.text));
+    }).catch(() => {
+      // The page is no worse than before: the messages stay unfolded.
+      if (f.text) note(visible(f.text));
+    });
+  }
+
+  function foldLive(f, data) {
+    const box = $('messages');
+    const sid = Number(f.summary_id);
+    if (box.querySelector('[data-id="' + sid + '"]')) return; // opened after it was stored
+    const msgs = data.messages || [];
+    const sums = new Map();
+    for (const m of msgs) if (m.role === 'summary') sums.set(m.id, m);
+    const s = sums.get(sid) || { id: sid, role: 'summary', text: '', covers_from: f.covers_from, covers_to: f.covers_to,
+      compaction: { method: f.method, messages: f.messages } };
+    const from = s.covers_from;
+    const to = s.covers_to;
+    const missing = adopt(msgs, s);
+    const kids = [...box.children];
+    let first = -1;
+    let last = -1;
+    for (let i = 0; i < kids.length; i++) {
+      const d = kids[i].dataset;
+      if (!d.id) continue;
+      if (Number(d.from || d.id) >= from && Number(d.to || d.id) <= to) {
+        if (first < 0) first = i;
+        last = i;
       }
     }
-    box.replaceChildren(frag);
-    box.scrollTop = box.scrollHeight;
+    const stick = atBottom();
+    if (missing) {
+      // Some of them never reached the page (frames missed while it was
+      // disconnected): the covered part is laid out from the store.
+      const part = msgs.filter((m) => (m.role === 'summary' ? m.covers_from >= from && m.covers_to <= to : m.id >= from && m.id <= to));
+      if (!sums.has(sid)) part.unshift(s);
+      const after = last >= 0 ? kids[last].nextSibling : box.firstChild;
+      for (let i = first; first >= 0 && i <= last; i++) kids[i].remove();
+      box.insertBefore(buildMessages(part, approvalsByCall(data), { id: sid, text: f.text }), after);
+    } else {
+      const card = summaryItem(s, f.text, false);
+      box.insertBefore(card.li, first >= 0 ? kids[first] : box.firstChild);
+      for (let i = first; first >= 0 && i <= last; i++) {
+        const kid = kids[i];
+        const inner = kid.classList.contains('summary') && kid.querySelector(':scope > details > .fold-list');
+        const old = inner && sums.get(Number(kid.dataset.id));
+        if (!old) {
+          card.list.append(kid);
+          continue;
+        }
+        // An earlier card: its messages join this one's, and it stays
+        // among them where it was made.
+        card.list.append(...inner.children);
+        kid.remove();
+        card.list.append(summaryItem(old, '', true).li);
+      }
+    }
+    if (stick) box.scrollTop = box.scrollHeight;
+  }
+
+  // adopt gives the messages shown live the ids of the stored messages they
+  // show: tool cards by call id, user and assistant messages by role and
+  // text, in order. It says whether a message s covers has nothing on the
+  // page.
+  function adopt(msgs, s) {
+    const box = $('messages');
+    const have = new Set();
+    for (const e of box.querySelectorAll('[data-id]')) have.add(Number(e.dataset.id));
+    const byText = new Map(); // role + text → {items: [[position, li]], next}
+    let pos = 0;
+    for (const li of box.children) {
+      pos++;
+      if (li.dataset.id || !rawText.has(li)) continue;
+      const key = (li.classList.contains('user') ? 'u' : 'a') + rawText.get(li);
+      let q = byText.get(key);
+      if (!q) byText.set(key, (q = { items: [], next: 0 }));
+      q.items.push([pos, li]);
+    }
+    let at = 0;
+    let missing = false;
+    for (const m of msgs) {
+      if (have.has(m.id) || m.id === s.id) continue;
+      let li = null;
+      if (m.role === 'tool') {
+        const c = state.cards.get(m.call_id);
+        if (c && !c.li.dataset.id) li = c.li;
+      } else if ((m.role === 'user' || m.role === 'assistant') && m.text) {
+        const q = byText.get((m.role === 'user' ? 'u' : 'a') + m.text);
+        while (q && q.next < q.items.length && q.items[q.next][0] <= at) q.next++;
+        if (q && q.next < q.items.length) {
+          const [p, x] = q.items[q.next++];
+          at = p;
+          li = x;
+        }
+      } else if (m.role !== 'summary') continue; // an assistant message that only called tools
+      if (li) li.dataset.id = m.id;
+      else if (m.role === 'summary' ? m.covers_from >= s.covers_from && m.covers_to <= s.covers_to :
+        m.id >= s.covers_from && m.id <= s.covers_to) missing = true;
+    }
+    return missing;
   }
 
   function approvalText(status, by) {
@@ -603,6 +837,21 @@
 
   function note(text, isErr) {
     append(el('li', 'msg note' + (isErr ? ' err' : ''), text));
+  }
+
+  // leftOut says what a request left out to fit the model's window. A
+  // notice that says the same as the last moves down to this turn.
+  function leftOut(f) {
+    const text = f.text || 'To fit the model\'s context window, this request leaves out ' + (f.left_out || []).join('; ') + '.';
+    const last = state.leftOut;
+    if (last && last.text === text && last.li.isConnected) {
+      last.li.remove();
+      append(last.li);
+      return;
+    }
+    const li = el('li', 'msg note notice', visible(text));
+    state.leftOut = { text, li };
+    append(li);
   }
 
   // A streamed answer: deltas are kept until the next animation frame,
@@ -653,11 +902,16 @@
   function finishStream(text) {
     const s = state.stream;
     if (!s) {
-      if (text) append(assistantItem(text, false).li);
+      if (text) {
+        const { li } = assistantItem(text, false);
+        rawText.set(li, text);
+        append(li);
+      }
       return;
     }
     state.stream = null;
     s.li.classList.remove('streaming');
+    rawText.set(s.li, text === null ? s.text : text);
     if (text === null || text === s.text) {
       flushStream(s);
       s.md.end();
@@ -727,6 +981,68 @@
     if (c) setCardNote(c, text, cls);
   }
 
+  // ---------------------------------------------------------------- meter
+
+  // The conversation's tokens: how full the model's window was at the last
+  // request ("3.1k / 8.2k tokens"), the totals in the title.
+  function kTokens(n) {
+    n = Number(n) || 0;
+    if (n < 1000) return String(n);
+    if (n < 10000) return (n / 1000).toFixed(1).replace(/\.0$/, '') + 'k';
+    if (n < 1e6) return Math.round(n / 1000) + 'k';
+    return (n / 1e6).toFixed(1).replace(/\.0$/, '') + 'M';
+  }
+
+  function dollars(x) {
+    return '$' + (x >= 1 ? x.toFixed(2) : x.toFixed(4));
+  }
+
+  // setUsage takes a conversation's usage (GET /api/conversations/{id}).
+  function setUsage(u) {
+    state.usage = u && u.requests > 0 ? Object.assign({}, u) : null;
+    renderMeter();
+  }
+
+  // addUsage adds a turn's usage (done.usage) to the conversation's.
+  function addUsage(t) {
+    if (!t || !(t.requests > 0)) return;
+    const u = state.usage || {};
+    for (const k of ['requests', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_usd']) u[k] = (u[k] || 0) + (t[k] || 0);
+    if (t.context_tokens > 0) {
+      u.context_tokens = t.context_tokens;
+      u.estimated = !!t.estimated;
+    }
+    if (t.window_tokens > 0) u.window_tokens = t.window_tokens;
+    state.usage = u;
+    renderMeter();
+  }
+
+  function renderMeter() {
+    const u = state.usage;
+    const box = $('meter');
+    if (!u || !(u.window_tokens > 0)) {
+      box.hidden = true;
+      return;
+    }
+    const used = u.context_tokens || 0;
+    const win = u.window_tokens;
+    const bar = $('meter-bar');
+    bar.max = win;
+    bar.low = Math.round(win / 2);
+    bar.high = Math.round(win * 0.75); // about where the oldest turns get summarised
+    bar.optimum = 0;
+    bar.value = Math.min(used, win);
+    const about = u.estimated ? '≈' : '';
+    const cost = u.cost_usd > 0 ? dollars(u.cost_usd) : '';
+    $('meter-text').textContent = about + kTokens(used) + ' / ' + kTokens(win) + ' tokens' + (cost ? ' · ' + cost : '');
+    const n = (x) => (Number(x) || 0).toLocaleString('en');
+    box.title = 'The last request took ' + about + n(used) + ' of the model\'s ' + n(win) + ' tokens (' + Math.round(100 * used / win) + '%).\n' +
+      'This conversation: ' + n(u.requests) + ' request' + (u.requests === 1 ? '' : 's') + ', ' + n(u.prompt_tokens) + ' prompt tokens (' +
+      n(u.cached_tokens) + ' cached), ' + n(u.completion_tokens) + ' completion tokens' + (cost ? ', ' + cost : '') + '.' +
+      (u.estimated ? '\n≈ buddy estimated the figures: the provider reported none.' : '');
+    box.hidden = false;
+  }
+
   // ------------------------------------------------------------- composer
 
   function updateComposer() {
@@ -752,7 +1068,9 @@
       }
     }
     ta.value = '';
-    append(userItem(text));
+    const li = userItem(text);
+    rawText.set(li, text);
+    append(li);
     $('messages').scrollTop = $('messages').scrollHeight;
     state.running.add(state.current);
     updateComposer();
@@ -845,6 +1163,12 @@
     dialogExpired = false;
     $('ap-skill').textContent = visible(a.skill_name);
     $('ap-level').textContent = a.permission_level;
+    // The module that runs if approved: an answer applies to it only.
+    $('ap-module').hidden = !a.version && !a.module_sha256;
+    $('ap-version').textContent = a.version ? visible(a.version) : 'unknown';
+    $('ap-sha-part').hidden = !a.module_sha256;
+    $('ap-sha').textContent = visible(String(a.module_sha256 || '').slice(0, 12));
+    $('ap-sha').title = a.module_sha256 ? 'sha256 ' + visible(a.module_sha256) : '';
     const where = touched(a.arguments);
     $('approval-what').textContent = visible(a.skill_name) + ' wants to run' +
       (where.length ? ' on ' + where.join(' and ') : '') + '. Nothing runs unless you approve.';
