@@ -577,8 +577,8 @@ func TestNewUserPaths(t *testing.T) {
 	// count_vowels of Extism's demo, installed: raw text by name.
 	man := write(t, filepath.Join(s.dir, "cv", "skill.toml"), "[skill]\nname = \"count_vowels\"\nversion = \"1.0.0\"\ndescription = \"Counts vowels.\"\nauthor = \"tests\"\npermission = \"read_only\"\nentrypoint = \"count_vowels\"\n")
 	s.run(t, "skill", "install", testdata(t, "as_plugin.wasm"), "--manifest", man).ok(t)
-	if out := s.run(t, "skill", "run", "count_vowels", "--input-raw", "hello world").ok(t); out != "{\"count\": 3}\n" {
-		t.Errorf("count_vowels --input-raw = %q, want {\"count\":3} and a newline", out)
+	if r := s.run(t, "skill", "run", "count_vowels", "--input-raw", "hello world"); r.code != 0 || r.stdout != "{\"count\": 3}\n" {
+		t.Errorf("count_vowels --input-raw = %q, want {\"count\": 3} and a newline", r)
 	}
 	if r := s.run(t, "skill", "run", "read_file", "--input-raw", "x"); r.code == 0 || !strings.Contains(r.stderr, "declares an input schema") {
 		t.Errorf("--input-raw for a skill with a schema: %s", r)

@@ -295,6 +295,11 @@ func (r result) ok(tb testing.TB) string {
 	if r.code != 0 || r.stderr != "" {
 		tb.Fatalf("want success with an empty stderr:\n%s", r)
 	}
+	// A JSON object or array on stdout ends its line (TestNewUserPaths
+	// checks that newline); the callers compare the value.
+	if o := strings.TrimSuffix(r.stdout, "\n"); strings.HasPrefix(o, "{") || strings.HasPrefix(o, "[") {
+		return o
+	}
 	return r.stdout
 }
 
@@ -397,7 +402,12 @@ func TestHostilePaths(t *testing.T) {
 					// The gate's refusals name the path; the built-ins' own
 					// checks (an empty path) and the host functions' argument
 					// caps (too_large) do not see it.
-					if quoted := strconv.Quote(p); p != "" && op.kind != errs.KindTooLarge && !strings.Contains(detail, quoted) {
+					// A path over 256 bytes is named by its head.
+					quoted := strconv.Quote(p)
+					if len(p) > 256 {
+						quoted = strings.TrimSuffix(strconv.Quote(p[:256]), `"`)
+					}
+					if p != "" && op.kind != errs.KindTooLarge && !strings.Contains(detail, quoted) {
 						t.Errorf("the error does not name the path %s: %q", quoted, detail)
 					}
 				})

@@ -151,6 +151,11 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	} else {
 		log.Info("garbage collector left as GOGC and GOMEMLIMIT set it", "GOGC", os.Getenv("GOGC"), "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"))
 	}
+	// SIGHUP is caught before the address is printed: a client that reads
+	// it may signal at once (SIGHUP's default would end the process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	addr := ln.Addr().String()
 	fmt.Fprintf(a.stdout, "buddy is serving on http://%s/\nopen the page: http://%s/#token=%s\n", addr, addr, tok)
 	log.Info("serving", "listen", addr, "config", cfg.Path, "skills", len(live.Current().Skills()), "provider", cfg.Provider.Kind, "model", cfg.Provider.Model)
@@ -160,9 +165,6 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case err := <-served:

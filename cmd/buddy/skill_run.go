@@ -197,8 +197,8 @@ func (a *app) printResult(res *catalog.Result, stats bool) error {
 	out := res.Output
 	if f, ok := a.stdout.(*os.File); ok && isTerminal(f.Fd()) {
 		out = terminalOutput(out) // a pipe gets the bytes; a person, text
-	} else if len(out) > 0 && out[len(out)-1] != '\n' && json.Valid(out) {
-		out = append(out[:len(out):len(out)], '\n') // JSON output ends its line, as any CLI's does
+	} else if len(out) > 0 && (out[0] == '{' || out[0] == '[') && out[len(out)-1] != '\n' && json.Valid(out) {
+		out = append(out[:len(out):len(out)], '\n') // a JSON object or array ends its line, as any CLI's does
 	}
 	if _, err := a.stdout.Write(out); err != nil {
 		return errs.Wrap(errs.ErrInternal, "writing output", err)

@@ -15,7 +15,8 @@
 //
 // # Path rules
 //
-// A guest path is at most [MaxPathBytes] bytes and not empty ([errs.ErrInvalidInput]).
+// A guest path is at most [MaxPathBytes] bytes and [MaxPathDepth] elements,
+// and not empty ([errs.ErrInvalidInput]).
 // It is refused with [errs.ErrForbidden] when it contains a NUL byte or any ".."
 // element (even one that would stay inside), or when it is absolute and lies
 // in none of the directories. An absolute path may name a directory by the form
@@ -90,6 +91,12 @@ import (
 
 // MaxPathBytes is the longest guest path accepted, in bytes (Linux's PATH_MAX).
 const MaxPathBytes = 4096
+
+// MaxPathDepth is the most elements ("a/b/c" has three) a guest path may
+// have: creating a file's parents costs the host work quadratic in their
+// depth (os.Root resolves each from the root), and no real tree is this
+// deep.
+const MaxPathDepth = 128
 
 // DefaultMaxBytes is the read and write cap used when an [Options] field is 0.
 const DefaultMaxBytes int64 = 10 << 20
@@ -230,6 +237,8 @@ func (r *Roots) resolve(op, path string) (*dir, string, error) {
 		return nil, "", pathErr(op, path, errs.ErrInvalidInput, "empty path", nil)
 	case len(path) > MaxPathBytes:
 		return nil, "", pathErr(op, path, errs.ErrInvalidInput, fmt.Sprintf("path is %d bytes, over the %d-byte limit", len(path), MaxPathBytes), nil)
+	case depth(path) > MaxPathDepth:
+		return nil, "", pathErr(op, path, errs.ErrInvalidInput, fmt.Sprintf("path has %d elements, over the %d-element limit", depth(path), MaxPathDepth), nil)
 	case strings.IndexByte(path, 0) >= 0:
 		return nil, "", pathErr(op, path, errs.ErrForbidden, "path contains a NUL byte", nil)
 	case hasDotDot(path):
@@ -315,4 +324,15 @@ func (r *Roots) step(ctx context.Context, op, path, stage string) error {
 		}
 	}
 	return nil
+}
+
+// depth counts a path's elements: the non-empty parts between slashes.
+func depth(path string) int {
+	n := 0
+	for _, part := range strings.Split(path, "/") {
+		if part != "" {
+			n++
+		}
+	}
+	return n
 }

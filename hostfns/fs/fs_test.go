@@ -576,3 +576,30 @@ func TestTempNameOfLongName(t *testing.T) {
 		t.Fatalf("%q, %v", got, err)
 	}
 }
+
+// TestPathDepth: a path of MaxPathDepth elements is written and read; one
+// more element is refused before any directory is made.
+func TestPathDepth(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Open([]string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	deep := strings.Repeat("d/", MaxPathDepth-1) + "f"
+	if _, err := r.Write(t.Context(), deep, []byte("x")); err != nil {
+		t.Fatalf("a path of %d elements: %v", MaxPathDepth, err)
+	}
+	if got, err := r.Read(t.Context(), deep); err != nil || string(got) != "x" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+	for _, p := range []string{"e/" + deep, strings.Repeat("n/", MaxPathDepth) + "f"} {
+		_, err := r.Write(t.Context(), p, []byte("x"))
+		if !errors.Is(err, errs.ErrInvalidInput) || !strings.Contains(err.Error(), "129 elements, over the 128-element limit") {
+			t.Errorf("a path of 129 elements: %v", err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "n")); !os.IsNotExist(err) {
+		t.Errorf("a refused path made a directory: %v", err)
+	}
+}

@@ -43,6 +43,9 @@ func hostileCases(fx *fixture) []hostileCase {
 
 // TestSharedCapsMatch: the shared table's assumptions are this package's caps.
 func TestSharedCapsMatch(t *testing.T) {
+	if hostile.MaxPathDepth != MaxPathDepth {
+		t.Errorf("hostile.MaxPathDepth = %d, MaxPathDepth = %d", hostile.MaxPathDepth, MaxPathDepth)
+	}
 	if hostile.MaxPathBytes != MaxPathBytes {
 		t.Errorf("hostile.MaxPathBytes = %d, MaxPathBytes = %d", hostile.MaxPathBytes, MaxPathBytes)
 	}

@@ -36,6 +36,8 @@ const (
 	MaxBytes = 64
 	// MaxPathBytes is hostfns/fs.MaxPathBytes: the longest guest path.
 	MaxPathBytes = 4096
+	// MaxPathDepth is hostfns/fs.MaxPathDepth: the most elements of one.
+	MaxPathDepth = 128
 	// MaxURLBytes is hostfns/http.MaxURLBytes: the longest URL.
 	MaxURLBytes = 8192
 )
@@ -163,6 +165,8 @@ var PathRows = []PathRow{
 	{Name: "empty", Path: "", Read: invalid, Write: invalid},
 	{Name: "4097 bytes", Path: strings.Repeat("a", MaxPathBytes+1), Read: invalid, Write: invalid, SkillRead: tooLarge, SkillWrite: tooLarge},
 	{Name: "4098 bytes of a/", Path: strings.Repeat("a/", MaxPathBytes/2+1), Read: invalid, Write: invalid, SkillRead: tooLarge, SkillWrite: tooLarge},
+	{Name: "129 elements", Path: strings.Repeat("a/", MaxPathDepth) + "f", Read: invalid, Write: invalid},
+	{Name: "129 elements with slashes", Path: "/" + strings.Repeat("a//", MaxPathDepth) + "f", Read: invalid, Write: invalid},
 	// Symlinks leaving the root, final or intermediate, absolute or relative.
 	ff("final abs symlink out", "link_out_abs"),
 	ff("final rel symlink out", "link_out_rel"),
