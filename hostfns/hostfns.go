@@ -31,7 +31,7 @@ import (
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/hostfns/fs"
 	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // Grants is what one skill may touch: the intersection of its manifest and the

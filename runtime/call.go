@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/buddy-run/buddy/hostfns"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // Module is a compiled skill. Call is safe for concurrent use; every call runs

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/textsafe"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/textsafe"
 )
 
 // Caps on guest-controlled text in error messages and logs, as shown

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/runtime/internal/fuel"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/buddy-run/buddy/hostfns"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/runtime/internal/fuel"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // TestLoadManifestFile: skill.toml is read only from a regular file under

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/rules"
-	"github.com/buddy-run/buddy/internal/tomlx"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/rules"
+	"github.com/buddy-run/buddy/internal/base/tomlx"
 )
 
 // exampleManifest is the skill.toml of the manifest issue. Line numbers in the

@@ -31,7 +31,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/buddy-run/buddy/hostfns"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 // Defaults of Options.

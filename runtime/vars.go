@@ -3,7 +3,7 @@ package runtime
 import (
 	"fmt"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // Extism vars (var_get/var_set) are served here with the rest of the kernel

@@ -22,8 +22,8 @@ import (
 
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/textsafe"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/textsafe"
 )
 
 // Caps of what buddy chat prints from the server (model output, tool

@@ -18,11 +18,11 @@ import (
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/config"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/registry"
-	"github.com/buddy-run/buddy/internal/server"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/skills"
+	"github.com/buddy-run/buddy/internal/front/server"
 	"github.com/buddy-run/buddy/internal/store"
-	"github.com/buddy-run/buddy/internal/syncbuf"
+	"github.com/buddy-run/buddy/internal/testkit/syncbuf"
 	"github.com/buddy-run/buddy/runtime"
 )
 
@@ -111,11 +111,11 @@ func newChatStack(t *testing.T, withAgent bool) *chatStack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close(context.Background()) })
-	reg, err := registry.New(t.Context(), registry.Options{Runtime: rt, Config: cfg, Store: st, Deps: hostfns.Deps{KV: st, Memories: st}})
+	reg, err := skills.New(t.Context(), skills.Options{Runtime: rt, Config: cfg, Store: st, Deps: hostfns.Deps{KV: st, Memories: st}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := registry.NewLive(reg)
+	live := skills.NewLive(reg)
 	t.Cleanup(func() { _ = live.Close(context.Background()) })
 	opts := server.Options{
 		Token: chatTestToken,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3/driver"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // TestAuditListAndVerify: CLI calls are audited with what they touched, the

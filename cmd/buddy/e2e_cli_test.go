@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // manifest renders a skill.toml: keys go in [skill], tables after it.

@@ -39,7 +39,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/buddy-run/buddy/internal/store"
-	"github.com/buddy-run/buddy/internal/syncbuf"
+	"github.com/buddy-run/buddy/internal/testkit/syncbuf"
 )
 
 // e2eLLMTarget is one LLM server buddy talks to.

@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/buddy-run/buddy/internal/syncbuf"
+	"github.com/buddy-run/buddy/internal/testkit/syncbuf"
 )
 
 // Load test of `buddy serve` (docs/BENCHMARKS.md, `make load`): N

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/syncbuf"
+	"github.com/buddy-run/buddy/internal/testkit/syncbuf"
 )
 
 // mcpLine is one JSON-RPC message read from `buddy mcp`'s stdout.

@@ -25,9 +25,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/store"
-	"github.com/buddy-run/buddy/internal/syncbuf"
+	"github.com/buddy-run/buddy/internal/testkit/syncbuf"
 )
 
 // served is one running `buddy serve`.

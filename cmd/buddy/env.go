@@ -13,9 +13,9 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/config"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/osfile"
-	"github.com/buddy-run/buddy/internal/registry"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
+	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"
 )
@@ -32,7 +32,7 @@ type env struct {
 	rt       *runtime.Runtime
 	st       *store.Store
 	// live is the registry of skills, replaced on a reload.
-	live *registry.Live
+	live *skills.Live
 	// md is the SKILL.md skills (nil when [instructions] is disabled or
 	// the registry was not asked for).
 	md *skillsMD
@@ -83,7 +83,7 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 		if err != nil {
 			return nil, err
 		}
-		e.live = registry.NewLive(reg)
+		e.live = skills.NewLive(reg)
 		e.md = openInstructions(ctx, e, a.stderr)
 		if err := noteConfig(ctx, e.st, e.cfg.Path); err != nil {
 			return nil, err
@@ -93,8 +93,8 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 }
 
 // newRegistry registers the skills cfg enables.
-func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*registry.Registry, error) {
-	return registry.New(ctx, registry.Options{
+func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*skills.Registry, error) {
+	return skills.New(ctx, skills.Options{
 		Runtime: e.rt,
 		Config:  cfg,
 		Store:   e.st,
@@ -146,7 +146,7 @@ func embeddedDefaults() (*config.Config, error) {
 	}
 	c.Skills["read_file"] = config.Skill{AllowedDirectories: []string{ws}}
 	c.Skills["write_file"] = config.Skill{AllowedDirectories: []string{ws}}
-	c.Skills[registry.MemorySection] = config.Skill{Memory: true}
+	c.Skills[skills.MemorySection] = config.Skill{Memory: true}
 	return c, nil
 }
 

@@ -9,17 +9,17 @@ import (
 
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/instructions"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 // skillsMD is the SKILL.md side of an env: the store, the catalog of its
 // active skills, and the conversations they bind.
 type skillsMD struct {
-	store    *instructions.Store
-	catalog  *instructions.Catalog
-	sessions *instructions.Sessions
+	store    *skillmd.Store
+	catalog  *skillmd.Catalog
+	sessions *skillmd.Sessions
 	problems []error
 }
 
@@ -31,8 +31,8 @@ func openInstructions(ctx context.Context, e *env, w io.Writer) *skillsMD {
 	if !c.Enabled {
 		return nil
 	}
-	st := instructions.NewStore(c.SkillsDir)
-	if _, err := instructions.EnsureDefaults(st.Dir()); err != nil && w != nil {
+	st := skillmd.NewStore(c.SkillsDir)
+	if _, err := skillmd.EnsureDefaults(st.Dir()); err != nil && w != nil {
 		fmt.Fprintf(w, "warning: deploying the default SKILL.md skills: %s\n", safe(err.Error()))
 	}
 	skills, problems := st.ListActive(ctx)
@@ -53,13 +53,13 @@ func openInstructions(ctx context.Context, e *env, w io.Writer) *skillsMD {
 	if e.st != nil {
 		state = e.st
 	}
-	sess := instructions.NewSessions(instructions.Dirs{Work: ws, Data: e.dataDir}, state)
+	sess := skillmd.NewSessions(skillmd.Dirs{Work: ws, Data: e.dataDir}, state)
 	return &skillsMD{
 		store: st, sessions: sess, problems: problems,
 		// A folder added, changed or removed while buddy runs is seen by
 		// the next call, as a WebAssembly install is.
-		catalog: instructions.NewCatalog(skills, instructions.CatalogOptions{Sessions: sess, Source: st,
-			OnReload: func(_ []*instructions.Skill, problems []error) { warn(problems) }}),
+		catalog: skillmd.NewCatalog(skills, skillmd.CatalogOptions{Sessions: sess, Source: st,
+			OnReload: func(_ []*skillmd.Skill, problems []error) { warn(problems) }}),
 	}
 }
 
@@ -74,7 +74,7 @@ func (m *skillsMD) union(wasm catalog.Catalog) catalog.Catalog {
 
 // guard is the gate's Guard: while a SKILL.md skill with permissions is
 // active in the call's conversation (its scope), what the call would touch
-// must fit the active declarations (internal/instructions.Sessions).
+// must fit the active declarations (internal/skillmd.Sessions).
 func (m *skillsMD) guard() func(ctx context.Context, req approval.Request) error {
 	if m == nil {
 		return nil
@@ -96,19 +96,19 @@ func (m *skillsMD) guard() func(ctx context.Context, req approval.Request) error
 // the host functions' own code); for a WebAssembly skill whose targets are
 // not known, everything its grant allows (its arguments mean nothing to
 // buddy); for a SKILL.md skill, nothing.
-func callAccess(req approval.Request) []instructions.Access {
+func callAccess(req approval.Request) []skillmd.Access {
 	if req.Type != "" {
 		return nil // a SKILL.md skill touches nothing
 	}
-	var out []instructions.Access
+	var out []skillmd.Access
 	for _, t := range req.Targets {
 		switch t.Kind {
 		case catalog.TargetFile:
-			kind := instructions.Read
+			kind := skillmd.Read
 			if t.Action != "read" {
-				kind = instructions.Write
+				kind = skillmd.Write
 			}
-			out = append(out, instructions.Access{Kind: kind, Target: osfile.RealPath(t.Path)})
+			out = append(out, skillmd.Access{Kind: kind, Target: osfile.RealPath(t.Path)})
 		case catalog.TargetURL:
 			port := t.Port
 			if port == 0 {
@@ -117,7 +117,7 @@ func callAccess(req approval.Request) []instructions.Access {
 					port = 80
 				}
 			}
-			out = append(out, instructions.Access{Kind: instructions.Network, Target: strings.ToLower(t.Host), Port: port})
+			out = append(out, skillmd.Access{Kind: skillmd.Network, Target: strings.ToLower(t.Host), Port: port})
 		}
 	}
 	if len(out) > 0 {
@@ -127,13 +127,13 @@ func callAccess(req approval.Request) []instructions.Access {
 }
 
 // grantAccess is everything a grant allows, as trees.
-func grantAccess(g catalog.Grant) []instructions.Access {
-	var out []instructions.Access
+func grantAccess(g catalog.Grant) []skillmd.Access {
+	var out []skillmd.Access
 	for _, d := range g.Read {
-		out = append(out, instructions.Access{Kind: instructions.Read, Target: osfile.RealPath(d), Tree: true})
+		out = append(out, skillmd.Access{Kind: skillmd.Read, Target: osfile.RealPath(d), Tree: true})
 	}
 	for _, d := range g.Write {
-		out = append(out, instructions.Access{Kind: instructions.Write, Target: osfile.RealPath(d), Tree: true})
+		out = append(out, skillmd.Access{Kind: skillmd.Write, Target: osfile.RealPath(d), Tree: true})
 	}
 	for _, h := range g.Hosts {
 		host := h.Host
@@ -143,10 +143,10 @@ func grantAccess(g catalog.Grant) []instructions.Access {
 		case h.Wildcard:
 			host = "*." + host
 		}
-		out = append(out, instructions.Access{Kind: instructions.Network, Target: host, Port: h.Port, Tree: true})
+		out = append(out, skillmd.Access{Kind: skillmd.Network, Target: host, Port: h.Port, Tree: true})
 	}
 	for _, v := range g.Env {
-		out = append(out, instructions.Access{Kind: instructions.Env, Target: v})
+		out = append(out, skillmd.Access{Kind: skillmd.Env, Target: v})
 	}
 	return out
 }
@@ -164,14 +164,14 @@ type mdJSON struct {
 	AllowedTools []string                  `json:"allowed_tools,omitempty"`
 	Parameters   map[string]any            `json:"parameters,omitempty"`
 	Metadata     map[string]any            `json:"metadata,omitempty"`
-	Permissions  *instructions.Permissions `json:"permissions,omitempty"`
+	Permissions  *skillmd.Permissions `json:"permissions,omitempty"`
 	Shadowed     bool                      `json:"shadowed,omitempty"`
 	Path         string                    `json:"path"`
 }
 
-func toMDJSON(s *instructions.Skill) mdJSON {
+func toMDJSON(s *skillmd.Skill) mdJSON {
 	status := catalog.StatusReady
-	if s.Type == instructions.TypeScript {
+	if s.Type == skillmd.TypeScript {
 		status = catalog.StatusUnavailable
 	}
 	return mdJSON{Name: s.Name, Type: s.Type, Description: s.DescriptionOrDefault(), Status: status,
@@ -180,7 +180,7 @@ func toMDJSON(s *instructions.Skill) mdJSON {
 }
 
 // describeDeclared renders a skill's declared permissions on one line.
-func describeDeclared(p *instructions.Permissions) string {
+func describeDeclared(p *skillmd.Permissions) string {
 	if p == nil {
 		return "none declared (no restriction)"
 	}
@@ -204,12 +204,12 @@ func describeDeclared(p *instructions.Permissions) string {
 }
 
 // mdSkills lists the active SKILL.md skills of e (none when disabled).
-func (e *env) mdSkills(ctx context.Context) []*instructions.Skill {
+func (e *env) mdSkills(ctx context.Context) []*skillmd.Skill {
 	if e.md == nil {
 		return nil
 	}
 	infos, _ := e.md.catalog.List(ctx)
-	out := make([]*instructions.Skill, 0, len(infos))
+	out := make([]*skillmd.Skill, 0, len(infos))
 	for _, i := range infos {
 		if s, ok := e.md.catalog.Skill(i.Name); ok {
 			out = append(out, s)
@@ -234,20 +234,20 @@ func (a *app) skillAdd(ctx context.Context, args []string) error {
 	if _, err := cfg.DataDir(); err != nil {
 		return err
 	}
-	s, err := instructions.NewStore(cfg.Instructions.SkillsDir).Add(ctx, pos[0])
+	s, err := skillmd.NewStore(cfg.Instructions.SkillsDir).Add(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "added %s (%s) to %s\n", safe(s.Name), s.Type, safe(s.Dir))
 	fmt.Fprintf(a.stdout, "  declared permissions: %s\n", describeDeclared(s.Permissions))
-	if s.Type == instructions.TypeScript {
+	if s.Type == skillmd.TypeScript {
 		fmt.Fprintln(a.stdout, "  note: a script skill is stored but never run; package its logic as a WebAssembly skill")
 	}
 	return nil
 }
 
 // printMDInfo is `skill info NAME` for a SKILL.md skill.
-func (a *app) printMDInfo(s *instructions.Skill, asJSON bool) error {
+func (a *app) printMDInfo(s *skillmd.Skill, asJSON bool) error {
 	if asJSON {
 		return writeJSON(a.stdout, toMDJSON(s))
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/instructions"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 // TestGuardAccess: the gate's guard checks the path or URL of the built-ins
@@ -34,12 +34,12 @@ func TestGuardAccess(t *testing.T) {
 		"memo":       {Memory: "memo"},
 	}
 	types := map[string]string{"doc-guide": catalog.TypeInstruction}
-	sess := instructions.NewSessions(instructions.Dirs{Work: ws}, nil)
+	sess := skillmd.NewSessions(skillmd.Dirs{Work: ws}, nil)
 	md := &skillsMD{sessions: sess}
 	guard := md.guard()
 	ctx := t.Context()
-	skill := func(perms string) *instructions.Skill {
-		s, err := instructions.Parse("/skills/s/SKILL.md", []byte("---\nname: s\n"+perms+"---\nx\n"))
+	skill := func(perms string) *skillmd.Skill {
+		s, err := skillmd.Parse("/skills/s/SKILL.md", []byte("---\nname: s\n"+perms+"---\nx\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestGuardThroughTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	s, err := instructions.Parse("/skills/s/SKILL.md", []byte("---\nname: md-only\npermissions:\n  fs:\n    read: [\""+osfile.RealPath(dir)+"/**/*.md\"]\n---\nx\n"))
+	s, err := skillmd.Parse("/skills/s/SKILL.md", []byte("---\nname: md-only\npermissions:\n  fs:\n    read: [\""+osfile.RealPath(dir)+"/**/*.md\"]\n---\nx\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

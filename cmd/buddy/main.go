@@ -29,8 +29,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/textsafe"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/textsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

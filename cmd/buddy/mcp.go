@@ -14,8 +14,8 @@ import (
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/config"
-	"github.com/buddy-run/buddy/internal/mcpserver"
-	"github.com/buddy-run/buddy/internal/server"
+	"github.com/buddy-run/buddy/internal/front/mcpserver"
+	"github.com/buddy-run/buddy/internal/front/server"
 )
 
 // mcpCommand is `buddy mcp`: buddy's skills served over the Model Context

@@ -16,11 +16,11 @@ import (
 
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/gcpolicy"
-	"github.com/buddy-run/buddy/internal/mcpserver"
-	"github.com/buddy-run/buddy/internal/osmem"
-	"github.com/buddy-run/buddy/internal/server"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/proc/gcpolicy"
+	"github.com/buddy-run/buddy/internal/front/mcpserver"
+	"github.com/buddy-run/buddy/internal/proc/osmem"
+	"github.com/buddy-run/buddy/internal/front/server"
 )
 
 // shutdownGrace bounds how long a stopping server waits for calls to end

@@ -11,11 +11,11 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/instructions"
-	"github.com/buddy-run/buddy/internal/lifecycle"
-	"github.com/buddy-run/buddy/internal/registry"
-	"github.com/buddy-run/buddy/internal/textsafe"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
+	"github.com/buddy-run/buddy/internal/skills/install"
+	"github.com/buddy-run/buddy/internal/skills"
+	"github.com/buddy-run/buddy/internal/base/textsafe"
 	"github.com/buddy-run/buddy/runtime"
 )
 
@@ -28,7 +28,7 @@ type skillJSON struct {
 	Builtin      bool                 `json:"builtin"`
 	Permission   runtime.Permission   `json:"permission"`
 	Approval     string               `json:"approval"`
-	Status       registry.Status      `json:"status"`
+	Status       skills.Status      `json:"status"`
 	Problem      string               `json:"problem,omitempty"`
 	Capabilities runtime.Capabilities `json:"capabilities"`
 	Grants       grantsJSON           `json:"grants"`
@@ -52,7 +52,7 @@ type resourcesJSON struct {
 	Timeout  string `json:"timeout"`
 }
 
-func toJSON(s *registry.Skill, withSchema bool) skillJSON {
+func toJSON(s *skills.Skill, withSchema bool) skillJSON {
 	m := s.Manifest
 	j := skillJSON{
 		Name: s.Name, Version: m.Version, Description: m.Description, Author: m.Author,
@@ -203,7 +203,7 @@ func (a *app) skillInfo(ctx context.Context, args []string) (err error) {
 	fmt.Fprintf(w, "permission:   %s (approval: %s)\n", m.Permission, s.Approval)
 	fmt.Fprintf(w, "entrypoint:   %s\n", safe(m.Entrypoint))
 	fmt.Fprintln(w, "declares:")
-	for _, line := range lifecycle.Describe(m)[1:] {
+	for _, line := range install.Describe(m)[1:] {
 		fmt.Fprintf(w, "  - %s\n", safe(line))
 	}
 	fmt.Fprintf(w, "granted:      %s\n", describeGrants(s.Grants))
@@ -237,8 +237,8 @@ func (a *app) skillInstall(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer closeEnv(ctx, e, &err)
-	inst := &lifecycle.Installer{Store: e.st, DataDir: e.dataDir}
-	res, err := inst.Install(ctx, lifecycle.Request{
+	inst := &install.Installer{Store: e.st, DataDir: e.dataDir}
+	res, err := inst.Install(ctx, install.Request{
 		WasmPath: pos[0], ManifestPath: *manifest, Upgrade: *upgrade,
 		Consent: func(widened []string) (bool, error) {
 			if *yes {
@@ -265,13 +265,13 @@ func (a *app) skillInstall(ctx context.Context, args []string) (err error) {
 		verb = "upgraded " + res.Previous + " →"
 	}
 	fmt.Fprintf(a.stdout, "%s %s %s (sha256 %s)\n", safe(verb), safe(res.Skill.Name), safe(res.Skill.Version), res.Skill.SHA256[:16])
-	for _, line := range lifecycle.Describe(res.Manifest) {
+	for _, line := range install.Describe(res.Manifest) {
 		fmt.Fprintf(a.stdout, "  - %s\n", safe(line))
 	}
 	if sec, ok := e.cfg.Skills[res.Skill.Name]; ok {
-		g := registry.EffectiveGrants(res.Skill.Name, res.Manifest, sec, e.cfg.Limits)
+		g := skills.EffectiveGrants(res.Skill.Name, res.Manifest, sec, e.cfg.Limits)
 		fmt.Fprintf(a.stdout, "granted by buddy.toml: %s\n", describeGrants(g))
-	} else if len(lifecycle.Describe(res.Manifest)) > 2 && !emptyCaps(res.Manifest.Capabilities) {
+	} else if len(install.Describe(res.Manifest)) > 2 && !emptyCaps(res.Manifest.Capabilities) {
 		fmt.Fprintf(a.stdout, "nothing is granted yet: add a [skills.%s] section to buddy.toml to grant what it may use\n", res.Skill.Name)
 	}
 	return nil
@@ -291,12 +291,12 @@ func (a *app) skillRemove(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer closeEnv(ctx, e, &err)
-	inst := &lifecycle.Installer{Store: e.st, DataDir: e.dataDir}
+	inst := &install.Installer{Store: e.st, DataDir: e.dataDir}
 	row, err := inst.Remove(ctx, pos[0])
 	if err != nil {
 		if k := errs.KindOf(err); (k == errs.KindNotFound || k == errs.KindInvalidInput) && e.cfg.Instructions.Enabled {
 			// Not an installed WebAssembly skill: a SKILL.md folder?
-			if mdErr := instructions.NewStore(e.cfg.Instructions.SkillsDir).Delete(pos[0]); mdErr == nil {
+			if mdErr := skillmd.NewStore(e.cfg.Instructions.SkillsDir).Delete(pos[0]); mdErr == nil {
 				fmt.Fprintf(a.stdout, "removed the SKILL.md skill %s (its folder is deleted)\n", safe(pos[0]))
 				return nil
 			}

@@ -15,9 +15,9 @@ import (
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/lifecycle"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/skills/install"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/runtime"
 )
 
@@ -78,7 +78,7 @@ func (a *app) skillRun(ctx context.Context, args []string) (err error) {
 // [skills.NAME] section for the manifest's name grants capabilities, as for an
 // installed skill.
 func (a *app) runFile(ctx context.Context, path, configFlag, manifestPath, entry string, in []byte, raw, yes, stats bool) (err error) {
-	wasm, err := osfile.ReadBounded(path, lifecycle.MaxModuleBytes)
+	wasm, err := osfile.ReadBounded(path, install.MaxModuleBytes)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return errs.Wrap(errs.ErrNotFound, "module file "+path, err)

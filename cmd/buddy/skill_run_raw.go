@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/runtime"
 )
 

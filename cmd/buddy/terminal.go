@@ -5,7 +5,7 @@ import (
 	"log"
 	"log/slog"
 
-	"github.com/buddy-run/buddy/internal/textsafe"
+	"github.com/buddy-run/buddy/internal/base/textsafe"
 )
 
 // Caps on untrusted text the CLI prints (textsafe marks what it cut).

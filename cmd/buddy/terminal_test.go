@@ -15,7 +15,7 @@ import (
 	"unicode"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 func assertShown(t *testing.T, what, s string) {

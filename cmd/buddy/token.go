@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/buddy-run/buddy/internal/config"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 // tokenBytes is the token's entropy: 256 bits.

@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/buddy-run/buddy/hostfns/fs"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 func Example() {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/hostile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/testkit/hostile"
 )
 
 // The fixture's secrets and caps: the shared tree's (internal/hostile).

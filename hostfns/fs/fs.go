@@ -86,7 +86,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // MaxPathBytes is the longest guest path accepted, in bytes (Linux's PATH_MAX).

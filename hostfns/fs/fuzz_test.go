@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // FuzzResolvePath checks, for any path: if Resolve accepts it, the location is

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // MaxURLBytes is the longest URL Check accepts.

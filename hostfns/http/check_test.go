@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/hostile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/testkit/hostile"
 )
 
 // hostilePolicy is the allowlist of the hostile-URL table and the fuzz target

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // minAttempt is the least time one address of several gets to connect before

@@ -10,7 +10,7 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns/allow"
 	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 func ExampleFetcher_Check() {

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // ---- helpers ----

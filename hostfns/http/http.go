@@ -101,7 +101,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // Defaults and fixed limits.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // publicAddr is what the test resolver answers for a "public" name. The

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // Target is what a Get of one URL would contact, found by Inspect without

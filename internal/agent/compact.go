@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/store"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/registry"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/store"
 )
 
@@ -98,7 +98,7 @@ func (c *fakeCatalog) Check(ctx context.Context, call catalog.Call) (catalog.Inf
 	if !i.Ready() {
 		return i, errs.New(errs.ErrUnavailable, "skill "+i.Name+" is "+i.Status)
 	}
-	if err := registry.ValidateInput(i.InputSchema, call.Arguments); err != nil {
+	if err := skills.ValidateInput(i.InputSchema, call.Arguments); err != nil {
 		return i, err
 	}
 	return i, nil

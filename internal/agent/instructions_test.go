@@ -13,8 +13,8 @@ import (
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/instructions"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
 	"github.com/buddy-run/buddy/internal/store"
 )
 
@@ -76,21 +76,21 @@ func (c *readCatalog) Invoke(context.Context, catalog.Call) (*catalog.Result, er
 // conversation, while another conversation is unrestricted.
 func TestInstructionSkills(t *testing.T) {
 	work := t.TempDir()
-	md, err := instructions.Parse(filepath.Join(t.TempDir(), "md-only", "SKILL.md"), []byte(
+	md, err := skillmd.Parse(filepath.Join(t.TempDir(), "md-only", "SKILL.md"), []byte(
 		"---\nname: md-only\ndescription: Works on Markdown notes.\npermissions:\n  fs:\n    read: [\"**/*.md\"]\n---\nRead only .md files.\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := instructions.BuildInstructionSkill("plain-guide", "", "Be brief.", "")
-	sess := instructions.NewSessions(instructions.Dirs{Work: work}, nil)
+	plain := skillmd.BuildInstructionSkill("plain-guide", "", "Be brief.", "")
+	sess := skillmd.NewSessions(skillmd.Dirs{Work: work}, nil)
 	wasm := &readCatalog{}
-	all := catalog.NewUnion(wasm, instructions.NewCatalog([]*instructions.Skill{md, plain}, instructions.CatalogOptions{Sessions: sess}))
+	all := catalog.NewUnion(wasm, skillmd.NewCatalog([]*skillmd.Skill{md, plain}, skillmd.CatalogOptions{Sessions: sess}))
 	gate := approval.New(all, approval.Options{Guard: func(ctx context.Context, req approval.Request) error {
 		var a struct{ Path string }
 		if req.Skill != "read_file" || json.Unmarshal(req.Arguments, &a) != nil {
 			return nil
 		}
-		return sess.Check(ctx, req.Conversation, req.Skill, []instructions.Access{{Kind: instructions.Read, Target: filepath.Join(work, a.Path)}})
+		return sess.Check(ctx, req.Conversation, req.Skill, []skillmd.Access{{Kind: skillmd.Read, Target: filepath.Join(work, a.Path)}})
 	}})
 
 	var mu sync.Mutex
@@ -152,7 +152,7 @@ func TestInstructionSkills(t *testing.T) {
 	if !out.ToolCalls[0].OK || wasm.runs != 2 {
 		t.Errorf("other conversation = %+v", out)
 	}
-	if !errors.Is(sess.Check(t.Context(), "c1", "read_file", []instructions.Access{{Kind: instructions.Read, Target: filepath.Join(work, "x.txt")}}), errs.ErrForbidden) {
+	if !errors.Is(sess.Check(t.Context(), "c1", "read_file", []skillmd.Access{{Kind: skillmd.Read, Target: filepath.Join(work, "x.txt")}}), errs.ErrForbidden) {
 		t.Error("c1 is no longer bound")
 	}
 }
@@ -160,11 +160,11 @@ func TestInstructionSkills(t *testing.T) {
 // TestSkillListBudget: the token budget caps the list, saying how many
 // were left out.
 func TestSkillListBudget(t *testing.T) {
-	var skills []*instructions.Skill
+	var skills []*skillmd.Skill
 	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		skills = append(skills, instructions.BuildInstructionSkill("skill-"+n, strings.Repeat(n, 200), "x", ""))
+		skills = append(skills, skillmd.BuildInstructionSkill("skill-"+n, strings.Repeat(n, 200), "x", ""))
 	}
-	gate := approval.New(catalog.NewUnion(&readCatalog{}, instructions.NewCatalog(skills, instructions.CatalogOptions{})), approval.Options{})
+	gate := approval.New(catalog.NewUnion(&readCatalog{}, skillmd.NewCatalog(skills, skillmd.CatalogOptions{})), approval.Options{})
 	var sys string
 	p := agent.ProviderFunc(func(_ context.Context, req agent.Request, _ func(string)) (*agent.Response, error) {
 		sys = req.System

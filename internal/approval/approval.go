@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // The gate is the Invoker front ends hold.
@@ -132,7 +132,7 @@ type Options struct {
 	// Guard, if set, may refuse a call that was prepared, once its targets
 	// are resolved (req.Targets) and before anyone is asked (a SKILL.md
 	// skill's declared permissions binding the conversation:
-	// internal/instructions.Sessions). A refusal should wrap
+	// internal/skillmd.Sessions). A refusal should wrap
 	// errs.ErrForbidden and name why; it is recorded like any other.
 	Guard func(ctx context.Context, req Request) error
 	// State, if set, keeps what the gate learns of a conversation (its

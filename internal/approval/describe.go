@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/buddy-run/buddy/internal/textsafe"
+	"github.com/buddy-run/buddy/internal/base/textsafe"
 )
 
 // Bounds of Describe.

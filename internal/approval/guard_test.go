@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // guardCatalog is a one-skill catalog counting runs.

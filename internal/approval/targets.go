@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // maxAsks is how often one call is asked about before the gate gives up on

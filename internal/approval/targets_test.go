@@ -10,7 +10,7 @@ import (
 
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // resolvingCatalog is a fakeCatalog that also resolves targets: resolve is

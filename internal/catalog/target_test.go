@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // oneSkill is a catalog of one skill; resolving it gives targets when set.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // Union is two catalogs served as one: the WebAssembly skills (primary) and

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 var errMissing = errs.New(errs.ErrNotFound, "no such skill")

@@ -25,10 +25,10 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/osfile"
-	"github.com/buddy-run/buddy/internal/rules"
-	"github.com/buddy-run/buddy/internal/tomlx"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
+	"github.com/buddy-run/buddy/internal/base/rules"
+	"github.com/buddy-run/buddy/internal/base/tomlx"
 )
 
 // Approval policies (MISSION §4).

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/rules"
-	"github.com/buddy-run/buddy/internal/tomlx"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/rules"
+	"github.com/buddy-run/buddy/internal/base/tomlx"
 )
 
 // writeFile writes content to dir/name and returns its path.

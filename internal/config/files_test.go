@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 // TestLoadFileChecks: buddy.toml is read with bounds, as UTF-8, and only when

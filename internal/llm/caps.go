@@ -5,8 +5,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 // What a provider sends is counted before it is kept or passed on: a model

@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // StatusError is an HTTP error answer from the provider.

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/buddy-run/buddy/internal/agent"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // ContextExceededError is a server's refusal of a request that does not fit

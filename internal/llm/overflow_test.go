@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/agent"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // llamaCppOverflow is llama-server's answer to a prompt over its slot's

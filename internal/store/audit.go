@@ -13,7 +13,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // The audit log is a hash chain: each row's hash covers the row and the hash

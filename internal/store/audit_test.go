@@ -16,7 +16,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3/driver"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // auditLog writes n audit rows of mixed kinds to a new database and closes

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 // The audit anchor. The hash chain alone says whether the rows agree with

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // Group commit for the server's writes (conversations, messages, approvals,

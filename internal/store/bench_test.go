@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/cputime"
+	"github.com/buddy-run/buddy/internal/testkit/cputime"
 )
 
 // vocabulary is the word list of the benchmark corpus, most frequent first: the

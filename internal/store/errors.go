@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // ErrExists is wrapped (inside an errs.ErrConfig error) by InsertSkill when a

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 func TestKVBasics(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns/kv"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 func remember(t *testing.T, s *Store, ns, text string, tags ...string) int64 {

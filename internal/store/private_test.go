@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // TestOpenRefusesSharedPlaces: the database records which module each

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // applicationID marks a SQLite file as buddy's ("BUDY"); Open refuses a

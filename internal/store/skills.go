@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/catalog"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // Verification statuses of an installed skill. Status is free text in the

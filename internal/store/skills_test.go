@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 func testSkill(name string) InstalledSkill {

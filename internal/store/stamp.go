@@ -9,7 +9,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 // The skills stamp. A running server asks SkillsFingerprint before every use

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
 // TestSkillsFingerprintAcrossProcesses: a second Store on the same file (as

@@ -88,8 +88,8 @@ import (
 	"github.com/ncruces/go-sqlite3/ext/fts5"
 
 	"github.com/buddy-run/buddy/hostfns/kv"
-	"github.com/buddy-run/buddy/internal/errs"
-	"github.com/buddy-run/buddy/internal/osfile"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 )
 
 var (

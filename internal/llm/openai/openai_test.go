@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
-	"github.com/buddy-run/buddy/internal/errs"
+	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/llm"
 	"github.com/buddy-run/buddy/internal/llm/llmtest"
 	"github.com/buddy-run/buddy/internal/llm/openai"

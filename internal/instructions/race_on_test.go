@@ -1,5 +1,0 @@
-//go:build race
-
-package instructions
-
-const raceEnabled = true

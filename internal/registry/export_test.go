@@ -1,5 +1,0 @@
-package registry
-
-// Validations is how many times a call's arguments were validated against
-// a skill's input schema (the prepared-call tests count them).
-func Validations() int64 { return validations.Load() }

@@ -1,0 +1,5 @@
+//go:build race
+
+package skillmd
+
+const raceEnabled = true
