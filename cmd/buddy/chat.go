@@ -21,9 +21,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/base/textsafe"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // Caps of what buddy chat prints from the server (model output, tool

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
-	"github.com/buddy-run/buddy/internal/skills/skillmd"
 	"github.com/buddy-run/buddy/internal/base/osfile"
+	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
 )
 
 // skillsMD is the SKILL.md side of an env: the store, the catalog of its
@@ -153,20 +153,20 @@ func grantAccess(g catalog.Grant) []skillmd.Access {
 
 // mdJSON is the --json form of a SKILL.md skill in list and info.
 type mdJSON struct {
-	Name         string                    `json:"name"`
-	Type         string                    `json:"type"`
-	Description  string                    `json:"description"`
-	Status       string                    `json:"status"`
-	Permission   string                    `json:"permission"`
-	Approval     string                    `json:"approval"`
-	Source       string                    `json:"source,omitempty"`
-	License      string                    `json:"license,omitempty"`
-	AllowedTools []string                  `json:"allowed_tools,omitempty"`
-	Parameters   map[string]any            `json:"parameters,omitempty"`
-	Metadata     map[string]any            `json:"metadata,omitempty"`
+	Name         string               `json:"name"`
+	Type         string               `json:"type"`
+	Description  string               `json:"description"`
+	Status       string               `json:"status"`
+	Permission   string               `json:"permission"`
+	Approval     string               `json:"approval"`
+	Source       string               `json:"source,omitempty"`
+	License      string               `json:"license,omitempty"`
+	AllowedTools []string             `json:"allowed_tools,omitempty"`
+	Parameters   map[string]any       `json:"parameters,omitempty"`
+	Metadata     map[string]any       `json:"metadata,omitempty"`
 	Permissions  *skillmd.Permissions `json:"permissions,omitempty"`
-	Shadowed     bool                      `json:"shadowed,omitempty"`
-	Path         string                    `json:"path"`
+	Shadowed     bool                 `json:"shadowed,omitempty"`
+	Path         string               `json:"path"`
 }
 
 func toMDJSON(s *skillmd.Skill) mdJSON {

@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
-	"github.com/buddy-run/buddy/internal/skills/skillmd"
 	"github.com/buddy-run/buddy/internal/base/osfile"
+	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
 )
 
 // TestGuardAccess: the gate's guard checks the path or URL of the built-ins

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
-	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/llm/anthropic"
 	"github.com/buddy-run/buddy/internal/llm/openai"
 )

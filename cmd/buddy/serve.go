@@ -17,10 +17,10 @@ import (
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/base/errs"
-	"github.com/buddy-run/buddy/internal/proc/gcpolicy"
 	"github.com/buddy-run/buddy/internal/front/mcpserver"
-	"github.com/buddy-run/buddy/internal/proc/osmem"
 	"github.com/buddy-run/buddy/internal/front/server"
+	"github.com/buddy-run/buddy/internal/proc/gcpolicy"
+	"github.com/buddy-run/buddy/internal/proc/osmem"
 )
 
 // shutdownGrace bounds how long a stopping server waits for calls to end

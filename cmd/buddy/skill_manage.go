@@ -12,10 +12,10 @@ import (
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/base/errs"
-	"github.com/buddy-run/buddy/internal/skills/skillmd"
-	"github.com/buddy-run/buddy/internal/skills/install"
-	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/base/textsafe"
+	"github.com/buddy-run/buddy/internal/skills"
+	"github.com/buddy-run/buddy/internal/skills/install"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
 	"github.com/buddy-run/buddy/runtime"
 )
 
@@ -28,7 +28,7 @@ type skillJSON struct {
 	Builtin      bool                 `json:"builtin"`
 	Permission   runtime.Permission   `json:"permission"`
 	Approval     string               `json:"approval"`
-	Status       skills.Status      `json:"status"`
+	Status       skills.Status        `json:"status"`
 	Problem      string               `json:"problem,omitempty"`
 	Capabilities runtime.Capabilities `json:"capabilities"`
 	Grants       grantsJSON           `json:"grants"`

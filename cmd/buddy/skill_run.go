@@ -14,10 +14,10 @@ import (
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
-	"github.com/buddy-run/buddy/internal/skills/install"
 	"github.com/buddy-run/buddy/internal/base/osfile"
+	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/skills/install"
 	"github.com/buddy-run/buddy/runtime"
 )
 

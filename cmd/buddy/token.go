@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/base/osfile"
+	"github.com/buddy-run/buddy/internal/config"
 )
 
 // tokenBytes is the token's entropy: 256 bits.

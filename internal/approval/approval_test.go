@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // asker is a fake Asker built from a function field; it records every question.

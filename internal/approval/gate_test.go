@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // fakeCatalog is a catalog built from a table of skills; it records the calls

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // guardCatalog is a one-skill catalog counting runs.

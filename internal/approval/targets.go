@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // maxAsks is how often one call is asked about before the gate gives up on

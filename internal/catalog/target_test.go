@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // oneSkill is a catalog of one skill; resolving it gives targets when set.

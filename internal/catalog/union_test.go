@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 var errMissing = errs.New(errs.ErrNotFound, "no such skill")

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
-	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/runtime"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/hostfns"
-	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"

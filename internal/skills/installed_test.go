@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"

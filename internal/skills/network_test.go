@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
-	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/runtime"
 )

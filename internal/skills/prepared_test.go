@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // Verification statuses of an installed skill. Status is free text in the

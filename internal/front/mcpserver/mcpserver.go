@@ -41,9 +41,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/base/textsafe"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // Gate is what the MCP server needs of the approval gate: the gated catalog,

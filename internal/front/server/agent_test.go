@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
-	"github.com/buddy-run/buddy/internal/llm/openai"
 	"github.com/buddy-run/buddy/internal/front/server"
+	"github.com/buddy-run/buddy/internal/llm/openai"
 )
 
 // Seed 002 through the agent loop: a real WebSocket client sends a message,

@@ -21,8 +21,8 @@ import (
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/audit"
 	"github.com/buddy-run/buddy/internal/config"
-	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/front/server"
+	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"
 )

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/store"
 )
 

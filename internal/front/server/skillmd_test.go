@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/internal/approval"
-	"github.com/buddy-run/buddy/internal/skills/skillmd"
 	"github.com/buddy-run/buddy/internal/front/server"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
 )
 
 // TestAPISkillsTypes: GET /api/skills lists SKILL.md skills with their type

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // Agent runs a conversation turn (internal/agent).

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/llm"
 	"github.com/buddy-run/buddy/internal/store"
 )

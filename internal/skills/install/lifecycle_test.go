@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/hostfns"
-	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/base/errs"
-	"github.com/buddy-run/buddy/internal/skills/install"
+	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/skills"
+	"github.com/buddy-run/buddy/internal/skills/install"
 	"github.com/buddy-run/buddy/internal/store"
 	"github.com/buddy-run/buddy/runtime"
 )

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"gopkg.in/yaml.v3"
 )
 

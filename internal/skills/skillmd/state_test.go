@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 )
 
 // memState is a catalog.StateStore in memory.
