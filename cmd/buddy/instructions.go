@@ -9,7 +9,6 @@ import (
 
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/base/errs"
-	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/skills/skillmd"
 )
@@ -74,81 +73,14 @@ func (m *skillsMD) union(wasm catalog.Catalog) catalog.Catalog {
 
 // guard is the gate's Guard: while a SKILL.md skill with permissions is
 // active in the call's conversation (its scope), what the call would touch
-// must fit the active declarations (internal/skillmd.Sessions).
+// must fit the active declarations (skillmd.Sessions.Guard).
 func (m *skillsMD) guard() func(ctx context.Context, req approval.Request) error {
 	if m == nil {
 		return nil
 	}
 	return func(ctx context.Context, req approval.Request) error {
-		if req.Scope == "" {
-			return nil
-		}
-		active, err := m.sessions.Active(ctx, req.Scope)
-		if err != nil || len(active) == 0 {
-			return err
-		}
-		return m.sessions.Check(ctx, req.Scope, req.Skill, callAccess(req))
+		return m.sessions.Guard(ctx, skillmd.Call{Scope: req.Scope, Skill: req.Skill, Type: req.Type, Targets: req.Targets, Grant: req.Grant})
 	}
-}
-
-// callAccess says what a call would touch: its resolved targets (the paths
-// and the host read_file, write_file and fetch_url would touch, resolved by
-// the host functions' own code); for a WebAssembly skill whose targets are
-// not known, everything its grant allows (its arguments mean nothing to
-// buddy); for a SKILL.md skill, nothing.
-func callAccess(req approval.Request) []skillmd.Access {
-	if req.Type != "" {
-		return nil // a SKILL.md skill touches nothing
-	}
-	var out []skillmd.Access
-	for _, t := range req.Targets {
-		switch t.Kind {
-		case catalog.TargetFile:
-			kind := skillmd.Read
-			if t.Action != "read" {
-				kind = skillmd.Write
-			}
-			out = append(out, skillmd.Access{Kind: kind, Target: osfile.RealPath(t.Path)})
-		case catalog.TargetURL:
-			port := t.Port
-			if port == 0 {
-				port = 443
-				if t.Scheme == "http" {
-					port = 80
-				}
-			}
-			out = append(out, skillmd.Access{Kind: skillmd.Network, Target: strings.ToLower(t.Host), Port: port})
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	return grantAccess(req.Grant)
-}
-
-// grantAccess is everything a grant allows, as trees.
-func grantAccess(g catalog.Grant) []skillmd.Access {
-	var out []skillmd.Access
-	for _, d := range g.Read {
-		out = append(out, skillmd.Access{Kind: skillmd.Read, Target: osfile.RealPath(d), Tree: true})
-	}
-	for _, d := range g.Write {
-		out = append(out, skillmd.Access{Kind: skillmd.Write, Target: osfile.RealPath(d), Tree: true})
-	}
-	for _, h := range g.Hosts {
-		host := h.Host
-		switch {
-		case h.Any:
-			host = "*"
-		case h.Wildcard:
-			host = "*." + host
-		}
-		out = append(out, skillmd.Access{Kind: skillmd.Network, Target: host, Port: h.Port, Tree: true})
-	}
-	for _, v := range g.Env {
-		out = append(out, skillmd.Access{Kind: skillmd.Env, Target: v})
-	}
-	return out
 }
 
 // mdJSON is the --json form of a SKILL.md skill in list and info.
