@@ -96,4 +96,3 @@ func targetsFor(t *testing.T, skill, args, dir string) []catalog.Target {
 	}
 	return nil
 }
-

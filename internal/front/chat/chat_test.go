@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"context"
@@ -158,7 +158,7 @@ func (cs *chatStack) chat(t *testing.T, stdin io.Reader, conversation string, in
 	var out, errOut syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runChat(t.Context(), chatOptions{
+		done <- Run(t.Context(), Options{
 			URL: cs.url, Token: chatTestToken, Conversation: conversation,
 			In: stdin, Out: &out, Err: &errOut, Interrupts: intr,
 		})
@@ -386,7 +386,7 @@ func TestChatFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			err := runChat(t.Context(), chatOptions{URL: tc.url, Token: tc.token, In: strings.NewReader("hi\n"), Out: &out, Err: &out})
+			err := Run(t.Context(), Options{URL: tc.url, Token: tc.token, In: strings.NewReader("hi\n"), Out: &out, Err: &out})
 			if errs.KindOf(err) != tc.kind || err == nil || !strings.Contains(err.Error(), tc.detail) {
 				t.Fatalf("err = %v (kind %s), want kind %s with %q", err, errs.KindOf(err), tc.kind, tc.detail)
 			}
@@ -402,7 +402,7 @@ func TestChatFailures(t *testing.T) {
 	})
 	t.Run("unknown conversation", func(t *testing.T) {
 		var out strings.Builder
-		err := runChat(t.Context(), chatOptions{URL: cs.url, Token: chatTestToken, Conversation: "c_0000000000000000", In: strings.NewReader("hi\n"), Out: &out, Err: &out})
+		err := Run(t.Context(), Options{URL: cs.url, Token: chatTestToken, Conversation: "c_0000000000000000", In: strings.NewReader("hi\n"), Out: &out, Err: &out})
 		if errs.KindOf(err) != errs.KindNotFound || !strings.Contains(err.Error(), "no conversation c_0000000000000000") {
 			t.Fatalf("err = %v, want not_found naming the conversation", err)
 		}
