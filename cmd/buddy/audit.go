@@ -6,11 +6,12 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
-	"github.com/buddy-run/buddy/internal/audit"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/buddy-run/buddy/internal/audit"
 
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/store"

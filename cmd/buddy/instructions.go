@@ -3,85 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"path/filepath"
 	"strings"
 
-	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/skills/skillmd"
 )
-
-// skillsMD is the SKILL.md side of an env: the store, the catalog of its
-// active skills, and the conversations they bind.
-type skillsMD struct {
-	store    *skillmd.Store
-	catalog  *skillmd.Catalog
-	sessions *skillmd.Sessions
-	problems []error
-}
-
-// openInstructions deploys the embedded SKILL.md skills (never over the
-// user's) and loads the active ones; a skill that does not load is reported
-// on w and the others load. It returns nil when [instructions] is disabled.
-func openInstructions(ctx context.Context, e *env, w io.Writer) *skillsMD {
-	c := e.cfg.Instructions
-	if !c.Enabled {
-		return nil
-	}
-	st := skillmd.NewStore(c.SkillsDir)
-	if _, err := skillmd.EnsureDefaults(st.Dir()); err != nil && w != nil {
-		fmt.Fprintf(w, "warning: deploying the default SKILL.md skills: %s\n", safe(err.Error()))
-	}
-	skills, problems := st.ListActive(ctx)
-	warn := func(problems []error) {
-		if w == nil {
-			return
-		}
-		for _, p := range problems {
-			fmt.Fprintf(w, "warning: skipping a SKILL.md skill: %s\n", safe(p.Error()))
-		}
-	}
-	warn(problems)
-	ws := filepath.Join(e.dataDir, "workspace")
-	if sec, ok := e.cfg.Skills["read_file"]; ok && len(sec.AllowedDirectories) > 0 {
-		ws = sec.AllowedDirectories[0]
-	}
-	var state catalog.StateStore
-	if e.st != nil {
-		state = e.st
-	}
-	sess := skillmd.NewSessions(skillmd.Dirs{Work: ws, Data: e.dataDir}, state)
-	return &skillsMD{
-		store: st, sessions: sess, problems: problems,
-		// A folder added, changed or removed while buddy runs is seen by
-		// the next call, as a WebAssembly install is.
-		catalog: skillmd.NewCatalog(skills, skillmd.CatalogOptions{Sessions: sess, Source: st,
-			OnReload: func(_ []*skillmd.Skill, problems []error) { warn(problems) }}),
-	}
-}
-
-// union is the catalog the gate wraps: the WebAssembly skills, and the
-// SKILL.md skills when enabled (a WebAssembly skill wins a name clash).
-func (m *skillsMD) union(wasm catalog.Catalog) catalog.Catalog {
-	if m == nil {
-		return wasm
-	}
-	return catalog.NewUnion(wasm, m.catalog)
-}
-
-// guard is the gate's Guard: while a SKILL.md skill with permissions is
-// active in the call's conversation (its scope), what the call would touch
-// must fit the active declarations (skillmd.Sessions.Guard).
-func (m *skillsMD) guard() func(ctx context.Context, req approval.Request) error {
-	if m == nil {
-		return nil
-	}
-	return func(ctx context.Context, req approval.Request) error {
-		return m.sessions.Guard(ctx, skillmd.Call{Scope: req.Scope, Skill: req.Skill, Type: req.Type, Targets: req.Targets, Grant: req.Grant})
-	}
-}
 
 // mdJSON is the --json form of a SKILL.md skill in list and info.
 type mdJSON struct {

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,7 +12,6 @@ import (
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/front/mcpserver"
-	"github.com/buddy-run/buddy/internal/front/server"
 )
 
 // mcpCommand is `buddy mcp`: buddy's skills served over the Model Context
@@ -58,61 +54,6 @@ func (a *app) mcpCommand(ctx context.Context, args []string) (err error) {
 		return nil // the client hung up, or Ctrl-C / SIGTERM
 	}
 	return fmt.Errorf("serving MCP: %w", err)
-}
-
-// newMCPServer builds the MCP server over the same gate as every front end
-// (newGate).
-func newMCPServer(ctx context.Context, e *env, log *slog.Logger,
-	fallback approval.Asker, newConversation func(context.Context, string) (string, error)) (*mcpserver.Server, error) {
-	return mcpserver.New(ctx, mcpserver.Options{
-		NewGate: func(asker approval.Asker) mcpserver.Gate {
-			return e.newGate(asker, log)
-		},
-		Fallback:        fallback,
-		NewConversation: newConversation,
-		MaxMessageBytes: e.cfg.Server.MaxMessageBytes,
-		Version:         version,
-		Logger:          log,
-	})
-}
-
-// ttyMu keeps two questions from sharing the terminal at once.
-var ttyMu sync.Mutex
-
-// ttyAsker asks on the controlling terminal (/dev/tty): stdin and stdout
-// belong to the MCP client. With no terminal (a client that spawned buddy
-// detached) the call is denied.
-func ttyAsker() approval.Asker {
-	return approval.AskerFunc(func(ctx context.Context, req approval.Request) (bool, error) {
-		ttyMu.Lock()
-		defer ttyMu.Unlock()
-		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-		if err != nil {
-			return false, fmt.Errorf("no terminal to ask for approval ([mcp] approval = \"terminal\"): %w", err)
-		}
-		defer tty.Close()
-		if !isTerminal(tty.Fd()) {
-			return false, errors.New("/dev/tty is not a terminal")
-		}
-		fmt.Fprintf(tty, "\nbuddy mcp: %s\nAllow? [y/N] ", approval.Describe(req, approval.DefaultWidth))
-		return readYes(ctx, tty, tty, func() { _ = tty.Close() })
-	})
-}
-
-// newServeMCP is the MCP server of buddy serve's /mcp: [mcp] approval =
-// "web" asks on the buddy page (each MCP session gets a stored conversation
-// the page can watch), "terminal" on buddy serve's terminal.
-func newServeMCP(ctx context.Context, e *env, log *slog.Logger, host server.MCPHost) (*mcpserver.Server, error) {
-	var fallback approval.Asker
-	var newConv func(context.Context, string) (string, error)
-	switch e.cfg.MCP.Approval {
-	case config.MCPApprovalTerminal:
-		fallback = ttyAsker()
-	case config.MCPApprovalWeb:
-		fallback = approval.AskerFunc(host.Ask)
-		newConv = host.NewConversation
-	}
-	return newMCPServer(ctx, e, log, fallback, newConv)
 }
 
 // mcpForget is `buddy mcp forget`: MCP clients' models keep what they read

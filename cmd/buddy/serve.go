@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/front/mcpserver"
@@ -63,13 +62,9 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 		log.Info("expired approvals left pending by the last run", "count", n)
 	}
 
-	provider, err := newProvider(cfg.Provider)
+	newAgent, err := e.agentFactory(ctx, log)
 	if err != nil {
 		return err
-	}
-	window := 0
-	if provider != nil {
-		window = contextWindow(ctx, cfg.Provider, provider, log)
 	}
 	live := e.live
 	var mcpSrv *mcpserver.Server
@@ -81,18 +76,10 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 			return e.newGate(asker, log)
 		},
 		NewAgent: func(gate server.Gate) server.Agent {
-			if provider == nil {
-				return nil
+			if a := newAgent(gate); a != nil {
+				return a
 			}
-			return agent.New(agent.Options{
-				Provider: provider, Skills: gate, History: e.st, Logger: log,
-				SystemPrompt: cfg.Provider.SystemPrompt, MaxIterations: cfg.Provider.MaxIterations,
-				NewCallID:         func() string { return server.NewCallID() },
-				InstructionTokens: cfg.Instructions.PromptTokens,
-				Window:            window, Reserve: int(cfg.Provider.MaxTokens), Model: cfg.Provider.Model,
-				PriceInPerMTok: cfg.Provider.PricePerMtokIn, PriceOutPerMTok: cfg.Provider.PricePerMtokOut,
-				Usage: e.st, OnCompaction: compactionRecorder(e.st, log),
-			})
+			return nil
 		},
 		NewMCP: func(host server.MCPHost) http.Handler {
 			mcpSrv, mcpErr = newServeMCP(ctx, e, log, host)
@@ -159,7 +146,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	addr := ln.Addr().String()
 	fmt.Fprintf(a.stdout, "buddy is serving on http://%s/\nopen the page: http://%s/#token=%s\n", addr, addr, tok)
 	log.Info("serving", "listen", addr, "config", cfg.Path, "skills", len(live.Current().Skills()), "provider", cfg.Provider.Kind, "model", cfg.Provider.Model)
-	if provider == nil {
+	if cfg.Provider.Kind == "" {
 		log.Info("no LLM provider configured: send answers with a config error; skills can still be invoked (add [provider] to buddy.toml)")
 	}
 

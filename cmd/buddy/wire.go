@@ -2,16 +2,33 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/audit"
+	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/config"
+	"github.com/buddy-run/buddy/internal/front/mcpserver"
+	"github.com/buddy-run/buddy/internal/front/server"
+	"github.com/buddy-run/buddy/internal/llm/anthropic"
+	"github.com/buddy-run/buddy/internal/llm/openai"
+	"github.com/buddy-run/buddy/internal/skills"
+	"github.com/buddy-run/buddy/internal/skills/skillmd"
 	"github.com/buddy-run/buddy/internal/store"
+	"github.com/buddy-run/buddy/runtime"
 )
 
 // newGate is the one place a process builds its approval gate: buddy serve
@@ -66,4 +83,356 @@ func compactionRecorder(st *store.Store, log *slog.Logger) func(ctx context.Cont
 			log.Error("writing the audit log", "kind", store.AuditCompaction, "conversation", c.Conversation, "err", err)
 		}
 	}
+}
+
+// newMCPServer builds the MCP server over the same gate as every front end
+// (newGate).
+func newMCPServer(ctx context.Context, e *env, log *slog.Logger,
+	fallback approval.Asker, newConversation func(context.Context, string) (string, error)) (*mcpserver.Server, error) {
+	return mcpserver.New(ctx, mcpserver.Options{
+		NewGate: func(asker approval.Asker) mcpserver.Gate {
+			return e.newGate(asker, log)
+		},
+		Fallback:        fallback,
+		NewConversation: newConversation,
+		MaxMessageBytes: e.cfg.Server.MaxMessageBytes,
+		Version:         version,
+		Logger:          log,
+	})
+}
+
+// ttyMu keeps two questions from sharing the terminal at once.
+var ttyMu sync.Mutex
+
+// ttyAsker asks on the controlling terminal (/dev/tty): stdin and stdout
+// belong to the MCP client. With no terminal (a client that spawned buddy
+// detached) the call is denied.
+func ttyAsker() approval.Asker {
+	return approval.AskerFunc(func(ctx context.Context, req approval.Request) (bool, error) {
+		ttyMu.Lock()
+		defer ttyMu.Unlock()
+		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return false, fmt.Errorf("no terminal to ask for approval ([mcp] approval = \"terminal\"): %w", err)
+		}
+		defer tty.Close()
+		if !isTerminal(tty.Fd()) {
+			return false, errors.New("/dev/tty is not a terminal")
+		}
+		fmt.Fprintf(tty, "\nbuddy mcp: %s\nAllow? [y/N] ", approval.Describe(req, approval.DefaultWidth))
+		return readYes(ctx, tty, tty, func() { _ = tty.Close() })
+	})
+}
+
+// newServeMCP is the MCP server of buddy serve's /mcp: [mcp] approval =
+// "web" asks on the buddy page (each MCP session gets a stored conversation
+// the page can watch), "terminal" on buddy serve's terminal.
+func newServeMCP(ctx context.Context, e *env, log *slog.Logger, host server.MCPHost) (*mcpserver.Server, error) {
+	var fallback approval.Asker
+	var newConv func(context.Context, string) (string, error)
+	switch e.cfg.MCP.Approval {
+	case config.MCPApprovalTerminal:
+		fallback = ttyAsker()
+	case config.MCPApprovalWeb:
+		fallback = approval.AskerFunc(host.Ask)
+		newConv = host.NewConversation
+	}
+	return newMCPServer(ctx, e, log, fallback, newConv)
+}
+
+// env is what most commands need: the configuration, the runtime, and (when
+// asked) the store and the registry.
+type env struct {
+	// cfg is the configuration the command started with; now is the one
+	// in force (a reload replaces it: read it with config()).
+	cfg      *config.Config
+	now      atomic.Pointer[config.Config]
+	defaults bool // no buddy.toml was found: the embedded defaults apply
+	dataDir  string
+	rt       *runtime.Runtime
+	st       *store.Store
+	// live is the registry of skills, replaced on a reload.
+	live *skills.Live
+	// md is the SKILL.md skills (nil when [instructions] is disabled or
+	// the registry was not asked for).
+	md *skillsMD
+}
+
+// openEnv loads the configuration and starts the runtime; withStore also
+// opens the database, and withRegistry registers the skills.
+func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withRegistry bool) (_ *env, err error) {
+	path, err := config.Find(configFlag)
+	if err != nil {
+		return nil, err
+	}
+	a.noteLocalConfig(path)
+	e := &env{}
+	defer func() {
+		if err != nil {
+			_ = e.Close(ctx)
+		}
+	}()
+	if path == "" {
+		e.defaults = true
+		if e.cfg, err = embeddedDefaults(); err != nil {
+			return nil, err
+		}
+	} else if e.cfg, err = config.Load(path); err != nil {
+		return nil, err
+	}
+	if e.dataDir, err = e.cfg.DataDir(); err != nil {
+		return nil, err
+	}
+	e.rt, err = runtime.New(ctx, runtime.Options{
+		CacheDir:      filepath.Join(e.dataDir, "cache"),
+		MaxConcurrent: e.cfg.Limits.MaxConcurrent,
+		Prepared:      a.prepared(),
+		Log:           guestLogger(a.stderr),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if withStore || withRegistry {
+		if e.st, err = store.Open(ctx, e.cfg.Storage.Path, store.Options{}); err != nil {
+			return nil, err
+		}
+	}
+	e.now.Store(e.cfg)
+	if withRegistry {
+		reg, err := e.newRegistry(ctx, e.cfg)
+		if err != nil {
+			return nil, err
+		}
+		e.live = skills.NewLive(reg)
+		e.md = openInstructions(ctx, e, a.stderr)
+		if err := noteConfig(ctx, e.st, e.cfg.Path); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// newRegistry registers the skills cfg enables.
+func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*skills.Registry, error) {
+	return skills.New(ctx, skills.Options{
+		Runtime: e.rt,
+		Config:  cfg,
+		Store:   e.st,
+		Deps:    hostfns.Deps{KV: e.st, Memories: e.st},
+	})
+}
+
+// config is the configuration in force.
+func (e *env) config() *config.Config { return e.now.Load() }
+
+// Close closes what the env opened (the registry, the runtime, the store,
+// in that order) and returns what failed. A command that succeeded fails
+// with it (closeEnv): a store that could not commit its queued writes
+// must not exit 0.
+func (e *env) Close(ctx context.Context) error {
+	var err error
+	if e.live != nil {
+		err = errors.Join(err, e.live.Close(ctx))
+	}
+	if e.rt != nil {
+		err = errors.Join(err, e.rt.Close(ctx))
+	}
+	if e.st != nil {
+		err = errors.Join(err, e.st.Close(ctx))
+	}
+	return err
+}
+
+// closeEnv closes e and adds what failed to *err (deferred by commands with
+// a named error result).
+func closeEnv(ctx context.Context, e *env, err *error) {
+	if cerr := e.Close(context.WithoutCancel(ctx)); cerr != nil {
+		*err = errors.Join(*err, errs.Wrap(errs.ErrUnavailable, "closing", cerr))
+	}
+}
+
+// embeddedDefaults is the configuration used when there is no buddy.toml: the
+// built-ins read and write a workspace directory inside buddy's data
+// directory, memory is on, and nothing reaches the network.
+func embeddedDefaults() (*config.Config, error) {
+	c := config.Default()
+	dir, err := c.DataDir()
+	if err != nil {
+		return nil, err
+	}
+	ws := filepath.Join(dir, "workspace")
+	if err := osfile.PrivateDir(ws); err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, "workspace", err)
+	}
+	c.Skills["read_file"] = config.Skill{AllowedDirectories: []string{ws}}
+	c.Skills["write_file"] = config.Skill{AllowedDirectories: []string{ws}}
+	c.Skills[skills.MemorySection] = config.Skill{Memory: true}
+	return c, nil
+}
+
+func guestLogger(w io.Writer) func(string, runtime.Level, string) {
+	return func(skill string, level runtime.Level, msg string) {
+		fmt.Fprintf(w, "[%s] %s: %s\n", skill, level, strings.TrimRight(msg, "\n"))
+	}
+}
+
+// prepared is how many instances the runtime keeps ready per module: none
+// for a one-call CLI command, the default for a server.
+func (a *app) prepared() int {
+	if a.longRunning {
+		return 0
+	}
+	return -1
+}
+
+// skillsMD is the SKILL.md side of an env: the store, the catalog of its
+// active skills, and the conversations they bind.
+type skillsMD struct {
+	store    *skillmd.Store
+	catalog  *skillmd.Catalog
+	sessions *skillmd.Sessions
+	problems []error
+}
+
+// openInstructions deploys the embedded SKILL.md skills (never over the
+// user's) and loads the active ones; a skill that does not load is reported
+// on w and the others load. It returns nil when [instructions] is disabled.
+func openInstructions(ctx context.Context, e *env, w io.Writer) *skillsMD {
+	c := e.cfg.Instructions
+	if !c.Enabled {
+		return nil
+	}
+	st := skillmd.NewStore(c.SkillsDir)
+	if _, err := skillmd.EnsureDefaults(st.Dir()); err != nil && w != nil {
+		fmt.Fprintf(w, "warning: deploying the default SKILL.md skills: %s\n", safe(err.Error()))
+	}
+	skills, problems := st.ListActive(ctx)
+	warn := func(problems []error) {
+		if w == nil {
+			return
+		}
+		for _, p := range problems {
+			fmt.Fprintf(w, "warning: skipping a SKILL.md skill: %s\n", safe(p.Error()))
+		}
+	}
+	warn(problems)
+	ws := filepath.Join(e.dataDir, "workspace")
+	if sec, ok := e.cfg.Skills["read_file"]; ok && len(sec.AllowedDirectories) > 0 {
+		ws = sec.AllowedDirectories[0]
+	}
+	var state catalog.StateStore
+	if e.st != nil {
+		state = e.st
+	}
+	sess := skillmd.NewSessions(skillmd.Dirs{Work: ws, Data: e.dataDir}, state)
+	return &skillsMD{
+		store: st, sessions: sess, problems: problems,
+		// A folder added, changed or removed while buddy runs is seen by
+		// the next call, as a WebAssembly install is.
+		catalog: skillmd.NewCatalog(skills, skillmd.CatalogOptions{Sessions: sess, Source: st,
+			OnReload: func(_ []*skillmd.Skill, problems []error) { warn(problems) }}),
+	}
+}
+
+// union is the catalog the gate wraps: the WebAssembly skills, and the
+// SKILL.md skills when enabled (a WebAssembly skill wins a name clash).
+func (m *skillsMD) union(wasm catalog.Catalog) catalog.Catalog {
+	if m == nil {
+		return wasm
+	}
+	return catalog.NewUnion(wasm, m.catalog)
+}
+
+// guard is the gate's Guard: while a SKILL.md skill with permissions is
+// active in the call's conversation (its scope), what the call would touch
+// must fit the active declarations (skillmd.Sessions.Guard).
+func (m *skillsMD) guard() func(ctx context.Context, req approval.Request) error {
+	if m == nil {
+		return nil
+	}
+	return func(ctx context.Context, req approval.Request) error {
+		return m.sessions.Guard(ctx, skillmd.Call{Scope: req.Scope, Skill: req.Skill, Type: req.Type, Targets: req.Targets, Grant: req.Grant})
+	}
+}
+
+// newProvider builds the configured LLM provider, or nil when [provider]
+// names none. The API key is read from the variable api_key_env names; it is
+// never logged or stored.
+func newProvider(p config.Provider) (agent.Provider, error) {
+	if p.Kind == "" {
+		return nil, nil
+	}
+	var key string
+	if p.APIKeyEnv != "" {
+		key = os.Getenv(p.APIKeyEnv)
+		if key == "" {
+			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("provider.api_key_env: the environment variable %s is empty or unset", p.APIKeyEnv))
+		}
+	}
+	switch p.Kind {
+	case "openai":
+		return openai.New(openai.Options{
+			BaseURL: p.BaseURL, Model: p.Model, APIKey: key, Timeout: p.Timeout,
+			Temperature: p.Temperature, MaxTokens: p.MaxTokens,
+			MaxAnswerBytes: p.MaxAnswerBytes, MaxToolCalls: p.MaxToolCalls,
+		})
+	case "anthropic":
+		if key == "" {
+			return nil, errs.New(errs.ErrConfig, "provider.api_key_env: the Anthropic API needs a key: name the environment variable that holds it")
+		}
+		return anthropic.New(anthropic.Options{
+			BaseURL: p.BaseURL, Model: p.Model, APIKey: key, Timeout: p.Timeout,
+			Temperature: p.Temperature, MaxTokens: p.MaxTokens,
+			MaxAnswerBytes: p.MaxAnswerBytes, MaxToolCalls: p.MaxToolCalls,
+		})
+	}
+	return nil, errs.New(errs.ErrConfig, fmt.Sprintf("provider.kind %q is not known", p.Kind))
+}
+
+// contextWindow is the model's window: [provider] context_tokens, else what
+// the provider's server says (or its table of known models), else
+// agent.DefaultWindow; the log says which.
+func contextWindow(ctx context.Context, p config.Provider, prov agent.Provider, log *slog.Logger) int {
+	if p.ContextTokens > 0 {
+		log.Info("context window", "tokens", p.ContextTokens, "source", "[provider] context_tokens")
+		return int(p.ContextTokens)
+	}
+	if d, ok := prov.(agent.WindowDiscoverer); ok {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		w, err := d.DiscoverWindow(ctx)
+		if err == nil && w.Tokens > 0 {
+			log.Info("context window", "tokens", w.Tokens, "source", w.Source, "model", p.Model)
+			return w.Tokens
+		}
+		if err != nil {
+			log.Info("the server did not say the model's context window", "model", p.Model, "err", err)
+		}
+	}
+	log.Warn("context window unknown: assuming a conservative default; set [provider] context_tokens to the model's window",
+		"tokens", agent.DefaultWindow, "model", p.Model)
+	return agent.DefaultWindow
+}
+
+// agentFactory builds the provider [provider] names (nil: none) and learns
+// its model's context window once, and returns what builds the agent loop
+// over a gate: nil without a provider.
+func (e *env) agentFactory(ctx context.Context, log *slog.Logger) (func(gate catalog.Skills) *agent.Agent, error) {
+	cfg := e.cfg
+	provider, err := newProvider(cfg.Provider)
+	if err != nil || provider == nil {
+		return func(catalog.Skills) *agent.Agent { return nil }, err
+	}
+	window := contextWindow(ctx, cfg.Provider, provider, log)
+	return func(gate catalog.Skills) *agent.Agent {
+		return agent.New(agent.Options{
+			Provider: provider, Skills: gate, History: e.st, Logger: log,
+			SystemPrompt: cfg.Provider.SystemPrompt, MaxIterations: cfg.Provider.MaxIterations,
+			NewCallID:         func() string { return server.NewCallID() },
+			InstructionTokens: cfg.Instructions.PromptTokens,
+			Window:            window, Reserve: int(cfg.Provider.MaxTokens), Model: cfg.Provider.Model,
+			PriceInPerMTok: cfg.Provider.PricePerMtokIn, PriceOutPerMTok: cfg.Provider.PricePerMtokOut,
+			Usage: e.st, OnCompaction: compactionRecorder(e.st, log),
+		})
+	}, nil
 }
