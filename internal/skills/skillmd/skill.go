@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"gopkg.in/yaml.v3"
@@ -157,6 +158,19 @@ func Parse(path string, data []byte) (*Skill, error) {
 		return nil, fail(0, "larger than %d bytes", MaxFileBytes)
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if !utf8.Valid(data) {
+		// A SKILL.md is UTF-8 text: what is not could not be saved back,
+		// shown, or handed to a model as it is.
+		off := 0
+		for off < len(data) {
+			r, n := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return nil, fail(1+bytes.Count(data[:off], []byte("\n")), "not valid UTF-8 (invalid byte 0x%02x at offset %d)", data[off], off)
+	}
 	text := lfLines(string(data))
 	lines := strings.SplitAfter(text, "\n")
 	if len(lines) == 0 || strings.TrimRight(lines[0], " \t\n") != "---" {
