@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/hostport"
 	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/internal/base/rules"
 	"github.com/buddy-run/buddy/internal/base/tomlx"
@@ -483,8 +483,10 @@ func Parse(data []byte) (*Config, error) {
 		}
 		c.Server.TokenFile = v.path(s.TokenFile, "server.token_file")
 		for i, o := range s.AllowedOrigins {
-			if !validOrigin(o) {
-				v.fail(fmt.Sprintf("server.allowed_origins[%d]", i), "%q must be an origin like https://host:port", o)
+			// The server's own parser (internal/base/hostport): an
+			// entry it could never match is refused here, with its line.
+			if _, err := hostport.ParseOrigin(o); err != nil {
+				v.fail(fmt.Sprintf("server.allowed_origins[%d]", i), "%q must be an origin like https://host:port: %v", o, err)
 			}
 		}
 		c.Server.AllowedOrigins = s.AllowedOrigins
@@ -494,8 +496,8 @@ func Parse(data []byte) (*Config, error) {
 			c.Server.AllowRemote = *s.AllowRemote
 		}
 		for i, h := range s.AllowedHosts {
-			if !validHost(h) {
-				v.fail(fmt.Sprintf("server.allowed_hosts[%d]", i), "%q must be a host name or IP address, without scheme or port", h)
+			if _, err := hostport.ParseAllowedHost(h); err != nil {
+				v.fail(fmt.Sprintf("server.allowed_hosts[%d]", i), "%q must be a host name or IP address, without scheme or port: %v", h, err)
 				continue
 			}
 			c.Server.AllowedHosts = append(c.Server.AllowedHosts, strings.ToLower(h))
@@ -662,27 +664,6 @@ func Parse(data []byte) (*Config, error) {
 	return c, nil
 }
 
-// validHost reports whether s is a bare host name or IP address.
-func validHost(s string) bool {
-	if net.ParseIP(s) != nil {
-		return true
-	}
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || len(label) > 63 {
-			return false
-		}
-		for _, r := range label {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // validListen reports whether s is host:port with a numeric port.
 func validListen(s string) bool {
 	_, port, err := net.SplitHostPort(s)
@@ -691,14 +672,6 @@ func validListen(s string) bool {
 	}
 	n, err := strconv.Atoi(port)
 	return err == nil && n >= 0 && n <= 65535 && !strings.HasPrefix(port, "+")
-}
-
-// validOrigin reports whether s is a bare http(s) origin, as browsers send it
-// in the Origin header: scheme and host, no path, query or userinfo.
-func validOrigin(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
-		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
 }
 
 // DataDir creates the data directory (0700) and returns it. An existing one

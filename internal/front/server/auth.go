@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/buddy-run/buddy/internal/base/hostport"
 )
 
 // SessionCookie is the cookie a browser gets from POST /api/session: an HMAC
@@ -52,15 +55,15 @@ func (s *Server) checkHost(r *http.Request) error {
 	if r.URL.IsAbs() || r.URL.Host != "" || !strings.HasPrefix(r.RequestURI, "/") {
 		return errTarget
 	}
-	a, err := parseAuthority(r.Host)
+	a, err := hostport.Parse(r.Host)
 	if err != nil {
 		return err
 	}
-	if a.loopback() {
+	if a.Loopback() {
 		return nil
 	}
 	for _, h := range s.allowedHosts {
-		if a.sameHost(h) {
+		if a.SameHost(h) {
 			return nil
 		}
 	}
@@ -88,7 +91,7 @@ func (s *Server) checkOrigin(r *http.Request) error {
 	case values[0] == "":
 		return errOriginEmpty
 	}
-	o, err := parseOrigin(values[0])
+	o, err := hostport.ParseOrigin(values[0])
 	if err != nil {
 		return err
 	}
@@ -96,7 +99,7 @@ func (s *Server) checkOrigin(r *http.Request) error {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if own, err := parseAuthority(r.Host); err == nil && o == (origin{scheme, own.withScheme(scheme)}) {
+	if own, err := hostport.Parse(r.Host); err == nil && o == (hostport.Origin{Scheme: scheme, Host: own.WithScheme(scheme)}) {
 		return nil
 	}
 	for _, a := range s.allowedOrigins {
@@ -149,3 +152,14 @@ func asksUpgrade(r *http.Request) bool {
 }
 
 const secWebSocket = "Sec-WebSocket-"
+
+// Why a request's Host or Origin is refused beyond what hostport says of
+// its form (the 403 says which, after "host not allowed: " or "origin not
+// allowed: ").
+var (
+	errTarget         = errors.New("the request target must be a path, not an absolute URL: buddy is not a proxy")
+	errHostNotServed  = errors.New("buddy answers only on loopback names and [server] allowed_hosts")
+	errOriginRepeated = errors.New("more than one Origin header")
+	errOriginEmpty    = errors.New("the Origin header is empty")
+	errOriginOther    = errors.New("another site may not drive buddy")
+)

@@ -33,6 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/buddy-run/buddy/internal/base/hostport"
+
 	"github.com/gorilla/websocket"
 
 	"github.com/buddy-run/buddy/internal/agent"
@@ -172,8 +174,8 @@ type Server struct {
 
 	upgrader websocket.Upgrader
 
-	allowedHosts   []authority // Options.AllowedHosts, parsed
-	allowedOrigins []origin    // Options.AllowedOrigins, parsed
+	allowedHosts   []hostport.Authority // Options.AllowedHosts, parsed
+	allowedOrigins []hostport.Origin    // Options.AllowedOrigins, parsed
 }
 
 // New returns a server; it listens nowhere until its Handler is served.
@@ -182,17 +184,17 @@ func New(opts Options) (*Server, error) {
 		return nil, errs.New(errs.ErrInternal, "server needs a token, a store and a gate")
 	}
 	opts.defaults()
-	var allowedHosts []authority
+	var allowedHosts []hostport.Authority
 	for _, h := range opts.AllowedHosts {
-		a, err := parseAllowedHost(h)
+		a, err := hostport.ParseAllowedHost(h)
 		if err != nil {
 			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("allowed host %q: %v", h, err))
 		}
 		allowedHosts = append(allowedHosts, a)
 	}
-	var allowedOrigins []origin
+	var allowedOrigins []hostport.Origin
 	for _, o := range opts.AllowedOrigins {
-		a, err := parseOrigin(o)
+		a, err := hostport.ParseOrigin(o)
 		if err != nil {
 			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("allowed origin %q: %v", o, err))
 		}

@@ -1,4 +1,14 @@
-package server
+// Package hostport parses the host names, ports and origins buddy's access
+// decisions rest on, strictly and in one place: the server's Host and Origin
+// checks, and buddy.toml's [server] allowed_hosts and allowed_origins. Each
+// parser accepts the forms browsers and buddy's clients send and refuses the
+// rest: a value that cannot be read one way only is a refusal, never a
+// skipped check (docs/PROTOCOL.md, "Origin and Host").
+//
+//	a, err := hostport.Parse(r.Host)   // "localhost:7700", "[::1]:7700"
+//	if a.Loopback() { ... }
+//	o, err := hostport.ParseOrigin(r.Header.Get("Origin"))
+package hostport
 
 import (
 	"errors"
@@ -7,16 +17,9 @@ import (
 	"strings"
 )
 
-// The parse of the headers the server's access decisions rest on, Host and
-// Origin (what asks to switch protocols is auth.go's asksUpgrade). Each
-// parser accepts the forms browsers and buddy's clients send and refuses the
-// rest: a header the server cannot read one way only is a refusal, never a
-// skipped check. docs/PROTOCOL.md ("Origin and Host") states the rules;
-// docs/RATIONALE.md says why.
-
-// authority is a parsed Host header, or the host and port of an Origin.
+// Authority is a parsed Host header, or the host and port of an Origin.
 // It is comparable: two authorities are the same host and port iff ==.
-type authority struct {
+type Authority struct {
 	name string     // a DNS name in ASCII lowercase; "" when addr is set
 	addr netip.Addr // an IP literal: IPv4 dotted quad, or IPv6 in brackets, no zone
 	port string     // decimal 1-65535 without a leading zero; "" when absent
@@ -35,35 +38,30 @@ var (
 	errHostIPv6      = errors.New("an address in brackets must be an IPv6 address without a zone")
 	errHostColons    = errors.New("a host has one ':', before its port (an IPv6 address goes in brackets)")
 	errPort          = errors.New("the port must be a number from 1 to 65535, without sign, spaces or leading zeros")
-	errTarget        = errors.New("the request target must be a path, not an absolute URL: buddy is not a proxy")
-	errHostNotServed = errors.New("buddy answers only on loopback names and [server] allowed_hosts")
 
-	errOriginRepeated = errors.New("more than one Origin header")
-	errOriginEmpty    = errors.New("the Origin header is empty")
 	errOriginNull     = errors.New("Origin null (a sandboxed frame, a file: page, a redirect) may not drive buddy")
 	errOriginForm     = errors.New("an Origin is http:// or https:// and a host, with an optional port, nothing else")
-	errOriginOther    = errors.New("another site may not drive buddy")
 )
 
-// parseAuthority parses host [":" port] as a Host header carries it
+// Parse parses host [":" port] as a Host header carries it
 // (RFC 9110 §7.2), more strictly than RFC 3986 allows: no userinfo, no empty
 // or non-decimal port, no IPv6 zone, no trailing dot, no non-ASCII (browsers
 // send IDNs as punycode), no name whose last label looks like a number
 // (WHATWG URL parsers read those as IPv4 in one of several notations).
 // Letters are lowercased.
-func parseAuthority(s string) (authority, error) {
+func Parse(s string) (Authority, error) {
 	if s == "" {
-		return authority{}, errHostEmpty
+		return Authority{}, errHostEmpty
 	}
 	if len(s) > 253+len("[]:65535") {
-		return authority{}, errHostTooLong
+		return Authority{}, errHostTooLong
 	}
-	var a authority
+	var a Authority
 	host, port, hasPort := s, "", false
 	if strings.HasPrefix(s, "[") {
 		end := strings.IndexByte(s, ']')
 		if end < 0 {
-			return authority{}, errHostIPv6
+			return Authority{}, errHostIPv6
 		}
 		host = s[1:end]
 		switch rest := s[end+1:]; {
@@ -71,28 +69,28 @@ func parseAuthority(s string) (authority, error) {
 		case rest[0] == ':':
 			port, hasPort = rest[1:], true
 		default:
-			return authority{}, errHostBytes
+			return Authority{}, errHostBytes
 		}
 		ip, err := netip.ParseAddr(host)
 		if err != nil || !ip.Is6() || ip.Zone() != "" {
-			return authority{}, errHostIPv6
+			return Authority{}, errHostIPv6
 		}
 		a.addr = ip
 	} else {
 		var found bool
 		if host, port, found = strings.Cut(s, ":"); found {
 			if strings.Contains(port, ":") {
-				return authority{}, errHostColons
+				return Authority{}, errHostColons
 			}
 			hasPort = true
 		}
 		if err := a.setHost(host); err != nil {
-			return authority{}, err
+			return Authority{}, err
 		}
 	}
 	if hasPort {
 		if !validPort(port) {
-			return authority{}, errPort
+			return Authority{}, errPort
 		}
 		a.port = port
 	}
@@ -100,7 +98,7 @@ func parseAuthority(s string) (authority, error) {
 }
 
 // setHost sets a's name or addr from a host without brackets or port.
-func (a *authority) setHost(host string) error {
+func (a *Authority) setHost(host string) error {
 	if host == "" {
 		return errHostEmpty
 	}
@@ -158,74 +156,74 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// loopback reports whether a names this machine: localhost, a name under
+// Loopback reports whether a names this machine: localhost, a name under
 // .localhost (RFC 6761), 127.0.0.0/8 or ::1. An IPv4-mapped ::ffff:127.x is
 // not in the list (no browser or client of buddy's sends it).
-func (a authority) loopback() bool {
+func (a Authority) Loopback() bool {
 	if a.name != "" {
 		return a.name == "localhost" || strings.HasSuffix(a.name, ".localhost")
 	}
 	return a.addr.Is4() && a.addr.IsLoopback() || a.addr == netip.IPv6Loopback()
 }
 
-// sameHost reports whether a and b name the same host, ports aside.
-func (a authority) sameHost(b authority) bool {
+// SameHost reports whether a and b name the same host, ports aside.
+func (a Authority) SameHost(b Authority) bool {
 	return a.name == b.name && a.addr == b.addr
 }
 
-// parseAllowedHost parses an entry of [server] allowed_hosts: a name or an
+// ParseAllowedHost parses an entry of [server] allowed_hosts: a name or an
 // IP address (IPv6 with or without brackets), no port.
-func parseAllowedHost(s string) (authority, error) {
+func ParseAllowedHost(s string) (Authority, error) {
 	if ip, err := netip.ParseAddr(s); err == nil && ip.Zone() == "" {
-		return authority{addr: ip}, nil
+		return Authority{addr: ip}, nil
 	}
-	a, err := parseAuthority(s)
+	a, err := Parse(s)
 	if err != nil {
-		return authority{}, err
+		return Authority{}, err
 	}
 	if a.port != "" {
-		return authority{}, errors.New("an allowed host has no port")
+		return Authority{}, errors.New("an allowed host has no port")
 	}
 	return a, nil
 }
 
-// origin is a parsed Origin header: scheme, host and port, with the
+// Origin is a parsed Origin header: scheme, host and port, with the
 // scheme's default port written as none (as browsers serialise it).
-type origin struct {
-	scheme string // "http" or "https"
-	host   authority
+type Origin struct {
+	Scheme string // "http" or "https"
+	Host   Authority
 }
 
-// parseOrigin parses an Origin value as a browser serialises it (RFC 6454
+// ParseOrigin parses an Origin value as a browser serialises it (RFC 6454
 // §6.2): scheme "://" host [":" port], no path (not even "/"), query,
 // fragment or userinfo. "null" is errOriginNull.
-func parseOrigin(s string) (origin, error) {
+func ParseOrigin(s string) (Origin, error) {
 	if s == "null" {
-		return origin{}, errOriginNull
+		return Origin{}, errOriginNull
 	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok || strings.ContainsAny(rest, "/?#@\\") {
-		return origin{}, errOriginForm
+		return Origin{}, errOriginForm
 	}
-	var o origin
+	var o Origin
 	switch asciiLower(scheme) {
 	case "http":
-		o.scheme = "http"
+		o.Scheme = "http"
 	case "https":
-		o.scheme = "https"
+		o.Scheme = "https"
 	default:
-		return origin{}, errOriginForm
+		return Origin{}, errOriginForm
 	}
-	h, err := parseAuthority(rest)
+	h, err := Parse(rest)
 	if err != nil {
-		return origin{}, err
+		return Origin{}, err
 	}
-	o.host = h.withScheme(o.scheme)
+	o.Host = h.WithScheme(o.Scheme)
 	return o, nil
 }
 
-// withScheme drops the port when it is scheme's default.
-func (a authority) withScheme(scheme string) authority {
+// WithScheme drops the port when it is scheme's default.
+func (a Authority) WithScheme(scheme string) Authority {
 	if scheme == "http" && a.port == "80" || scheme == "https" && a.port == "443" {
 		a.port = ""
 	}
