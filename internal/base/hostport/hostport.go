@@ -29,18 +29,18 @@ type Authority struct {
 // served. The server's 403 says which (after "host not allowed: " or
 // "origin not allowed: ").
 var (
-	errHostEmpty     = errors.New("the host is missing or empty")
-	errHostTooLong   = errors.New("the host name is longer than 253 characters")
-	errHostBytes     = errors.New("a host is a name of ASCII letters, digits, '-' and '.', an IPv4 address, or an IPv6 address in brackets (no userinfo, path, zone or other characters)")
-	errHostTrailing  = errors.New("a host name with a trailing dot is not served (localhost. is not localhost)")
-	errHostLabel     = errors.New("a host name has an empty label or one longer than 63 characters")
-	errHostNumeric   = errors.New("a host name that ends in a number must be a dotted-quad IPv4 address")
-	errHostIPv6      = errors.New("an address in brackets must be an IPv6 address without a zone")
-	errHostColons    = errors.New("a host has one ':', before its port (an IPv6 address goes in brackets)")
-	errPort          = errors.New("the port must be a number from 1 to 65535, without sign, spaces or leading zeros")
+	errHostEmpty    = errors.New("the host is missing or empty")
+	errHostTooLong  = errors.New("the host name is longer than 253 characters")
+	errHostBytes    = errors.New("a host is a name of ASCII letters, digits, '-' and '.', an IPv4 address, or an IPv6 address in brackets (no userinfo, path, zone or other characters)")
+	errHostTrailing = errors.New("a host name with a trailing dot is not served (localhost. is not localhost)")
+	errHostLabel    = errors.New("a host name has an empty label or one longer than 63 characters")
+	errHostNumeric  = errors.New("a host name that ends in a number must be a dotted-quad IPv4 address")
+	errHostIPv6     = errors.New("an address in brackets must be an IPv6 address without a zone")
+	errHostColons   = errors.New("a host has one ':', before its port (an IPv6 address goes in brackets)")
+	errPort         = errors.New("the port must be a number from 1 to 65535, without sign, spaces or leading zeros")
 
-	errOriginNull     = errors.New("Origin null (a sandboxed frame, a file: page, a redirect) may not drive buddy")
-	errOriginForm     = errors.New("an Origin is http:// or https:// and a host, with an optional port, nothing else")
+	errOriginNull = errors.New("Origin null (a sandboxed frame, a file: page, a redirect) may not drive buddy")
+	errOriginForm = errors.New("an Origin is http:// or https:// and a host, with an optional port, nothing else")
 )
 
 // Parse parses host [":" port] as a Host header carries it
