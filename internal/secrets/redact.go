@@ -343,7 +343,7 @@ func forms(v []byte) [][]byte {
 			src := append(make([]byte, k), v...)
 			e := make([]byte, enc.EncodedLen(len(src)))
 			enc.Encode(e, src)
-			start := (8*k + 5) / 6             // the first character made of v's bits only
+			start := (8*k + 5) / 6        // the first character made of v's bits only
 			end := (8 * (k + len(v))) / 6 // past the last
 			if end > start {
 				add(e[start:end])
