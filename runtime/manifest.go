@@ -72,7 +72,7 @@ type Credential struct {
 	As string `json:"as"`
 	// Param is the header (as = "header") or query parameter (as =
 	// "query") it is sent in; "" otherwise.
-	Param string `json:"name,omitempty"`
+	Param string `json:"param,omitempty"`
 }
 
 // How a credential is sent (Credential.As).
