@@ -42,6 +42,7 @@ var migrations = []migration{
 	{name: "audit log sealed once, keyed and anchored", sql: schemaV4, before: sealLegacyAudit},
 	{name: "conversation state; the module an approval was asked about", sql: schemaV5},
 	{name: "summaries of compacted messages; token usage per model request", sql: schemaV6},
+	{name: "the credentials a call used, in its audit row", sql: schemaV7},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -340,6 +341,14 @@ CREATE TABLE usage (
 
 CREATE INDEX usage_conversation ON usage (conversation, id);
 CREATE INDEX usage_time ON usage (time);
+`
+
+// schemaV7: the audit row of a call names the credentials buddy added to
+// its requests (a JSON list; "" for none, as in every row written before:
+// their keyed hashes do not cover the column, and a row's hash covers it
+// only when it is not empty, audithead.go rowHash).
+const schemaV7 = `
+ALTER TABLE audit ADD COLUMN credentials TEXT NOT NULL DEFAULT '';
 `
 
 // migrate checks that the database is buddy's and not from a newer buddy, turns
