@@ -95,6 +95,9 @@ func approvalDetail(o approval.Outcome) string {
 	for _, t := range o.Targets {
 		parts = append(parts, t.String())
 	}
+	for _, c := range o.Info.Grant.Credentials {
+		parts = append(parts, "credential "+c.Name+" for "+strings.Join(c.Hosts, ", "))
+	}
 	return strings.Join(parts, "; ")
 }
 
