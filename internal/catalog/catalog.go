@@ -25,7 +25,7 @@ import (
 	"time"
 )
 
-// Permission is a skill's permission level (MISSION §1).
+// Permission is a skill's permission level (skill.toml's permission).
 type Permission string
 
 // The permission levels.
@@ -35,7 +35,8 @@ const (
 	Network  Permission = "network"
 )
 
-// Policy is a skill's approval policy (MISSION §4).
+// Policy is a skill's approval policy (buddy.toml's approval; docs/CONFIG.md,
+// "Approval").
 type Policy string
 
 // The approval policies.

@@ -31,7 +31,7 @@ import (
 	"github.com/buddy-run/buddy/internal/base/tomlx"
 )
 
-// Approval policies (MISSION §4).
+// Approval policies (docs/CONFIG.md, "Approval").
 const (
 	ApprovalAlways = "always" // ask on every call
 	ApprovalOnce   = "once"   // ask on the first call per conversation
