@@ -12,7 +12,8 @@
 //
 // The call path (docs/RATIONALE.md, "Project structure and call path"):
 //
-//	server | mcpserver | cmd → approval.Gate → registry (a Catalog) → runtime → hostfns → OS
+//	front/server (and its agent) | front/mcpserver | cmd skill run
+//	  → approval.Gate → skills.Registry (a Catalog) → runtime → hostfns → OS
 package catalog
 
 import (
