@@ -130,7 +130,7 @@ type Info struct {
 	Problem string
 	SHA256  string
 	// Type is "" for a WebAssembly skill, or a SKILL.md skill's type
-	// ("instruction", "template", "composite", "script"; internal/instructions).
+	// ("instruction", "template", "composite", "script"; internal/skills/skillmd).
 	Type string
 	// Grant is what the skill may touch, structured (Touches says it in
 	// words); zero for a skill that touches nothing.

@@ -7,7 +7,7 @@
 // for compatibility but refuses to run (buddy runs no shell).
 //
 //	st := skillmd.NewStore(cfg.Instructions.SkillsDir)
-//	_ = instructions.EnsureDefaults(st.Dir())      // the embedded skills, never overwriting the user's
+//	_ = skillmd.EnsureDefaults(st.Dir())            // the embedded skills, never overwriting the user's
 //	skills, problems := st.ListActive(ctx)          // one bad SKILL.md does not stop the others
 //	cat := skillmd.NewCatalog(skills, skillmd.CatalogOptions{Sessions: sess})
 //	all := catalog.NewUnion(registry, cat)          // WebAssembly skills win name clashes
