@@ -19,14 +19,14 @@ import (
 // Permission is what a skill's effects are, for the approval gate.
 type Permission string
 
-// The permission levels (MISSION §1, §4).
+// The permission levels (docs/CONFIG.md, "skill.toml" and "Approval").
 const (
 	ReadOnly Permission = "read_only"
 	Mutating Permission = "mutating"
 	Network  Permission = "network"
 )
 
-// Manifest defaults and bounds (docs/MANIFEST.md).
+// Manifest defaults and bounds (docs/CONFIG.md, "skill.toml").
 const (
 	DefaultFuel       = 1_000_000_000
 	DefaultMemoryMB   = 16

@@ -123,7 +123,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	}
 	// Everything is up: give back what start-up touched once (the
 	// executable's pages its packages' init functions read, the heap's
-	// garbage); what serving uses comes back on first use (internal/osmem).
+	// garbage); what serving uses comes back on first use (internal/proc/osmem).
 	switch r, err := osmem.ReleaseStartup(); {
 	case err == nil:
 		log.Info("start-up memory released", "rss_before_mib", mebibytes(r.Before), "rss_after_mib", mebibytes(r.After))
@@ -131,7 +131,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 		log.Warn("releasing start-up memory", "err", err)
 	}
 	// Then the collector's policy for serving: more heap, fewer cycles under
-	// a burst, within a memory limit (internal/gcpolicy).
+	// a burst, within a memory limit (internal/proc/gcpolicy).
 	if restore, applied := gcpolicy.Apply(ctx, gcpolicy.Serve, os.Getenv); applied {
 		defer restore()
 		log.Info("garbage collector", "gc_percent", gcpolicy.Serve.Percent, "memory_limit_mib", mebibytes(gcpolicy.Serve.Limit))

@@ -31,7 +31,7 @@ import (
 	"github.com/buddy-run/buddy/internal/base/tomlx"
 )
 
-// Approval policies (MISSION §4).
+// Approval policies (docs/CONFIG.md, "Approval").
 const (
 	ApprovalAlways = "always" // ask on every call
 	ApprovalOnce   = "once"   // ask on the first call per conversation
@@ -49,7 +49,7 @@ type Config struct {
 	Approval Approval
 	MCP      MCP
 	// Instructions is [instructions]: SKILL.md skills (package
-	// internal/instructions).
+	// internal/skills/skillmd).
 	Instructions Instructions
 	// Skills are the [skills.NAME] sections by name. A built-in is registered
 	// only when its section is present ("memory" enables the four memory
