@@ -108,6 +108,9 @@ type Options struct {
 	// Meter, if set, is asked before every model request ([budget]):
 	// a refusal ends the turn before the request (meter.go).
 	Meter Meter
+	// Now stamps the usage rows; nil = the store's clock. (A scheduler
+	// under a fake clock counts days by it.)
+	Now func() time.Time
 	// Lean turns see no history: only the turn's own messages, and no
 	// SKILL.md list (the heartbeat). Their messages are still stored.
 	Lean bool
@@ -541,7 +544,11 @@ func (a *Agent) account(ctx context.Context, conversation, purpose string, req R
 	if a.opts.Usage == nil {
 		return
 	}
-	err := a.opts.Usage.AppendUsage(context.WithoutCancel(ctx), store.Usage{Conversation: conversation, Purpose: purpose, Model: a.opts.Model,
+	var at time.Time
+	if a.opts.Now != nil {
+		at = a.opts.Now()
+	}
+	err := a.opts.Usage.AppendUsage(context.WithoutCancel(ctx), store.Usage{Conversation: conversation, Time: at, Purpose: purpose, Model: a.opts.Model,
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Reported: u.Reported,
 		WindowTokens: int64(b.window), CostMicroUSD: cost})
 	if err != nil {
