@@ -196,7 +196,9 @@ func (e *env) newScheduler(log *slog.Logger, page scheduler.Page, deliverer sche
 // pageProxy is the scheduler's Page before the server exists (the server
 // needs the scheduler for /api/schedule, the scheduler the server for
 // notifications).
-type pageProxy struct{ p atomic.Pointer[scheduler.Page] }
+type pageProxy struct {
+	p atomic.Pointer[scheduler.Page]
+}
 
 func (x *pageProxy) set(p scheduler.Page) { x.p.Store(&p) }
 

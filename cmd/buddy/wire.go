@@ -53,8 +53,8 @@ func (e *env) newGate(asker approval.Asker, log *slog.Logger, holdFor ...time.Du
 			}
 			return s
 		},
-		Record:   audit.Recorder(e.st, log),
-		Guard:    e.md.guard(),
+		Record: audit.Recorder(e.st, log),
+		Guard:  e.md.guard(),
 	}
 	if e.st != nil {
 		opts.State = e.st
