@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/budget"
@@ -214,4 +217,63 @@ func (x *pageProxy) AskHeld(ctx context.Context, req approval.Request, asked fun
 		return false, errs.New(errs.ErrUnavailable, "the page is not up yet")
 	}
 	return (*p).AskHeld(ctx, req, asked)
+}
+
+// scheduleHost serves the schedule host function (hostfns.Jobs) with the
+// scheduler in force: JSON requests of the built-in schedule skill.
+type scheduleHost struct{ s atomic.Pointer[scheduler.Scheduler] }
+
+func (h *scheduleHost) set(s *scheduler.Scheduler) { h.s.Store(s) }
+
+// jobsDep is the env's hostfns.Jobs, nil without a store.
+func (e *env) jobsDep() hostfns.Jobs {
+	if e.jobs == nil {
+		return nil
+	}
+	return e.jobs
+}
+
+// scheduleRequest is what the schedule skill sends (docs/HOST_ABI.md).
+type scheduleRequest struct {
+	Action string `json:"action"` // add, list, remove
+	ID     string `json:"id"`
+	scheduler.Spec
+}
+
+// Schedule answers one request: add a job (created_by "skill"), list them,
+// remove one.
+func (h *scheduleHost) Schedule(ctx context.Context, req []byte) ([]byte, error) {
+	s := h.s.Load()
+	if s == nil {
+		return nil, errs.New(errs.ErrUnavailable, "the scheduler is not running")
+	}
+	var r scheduleRequest
+	dec := json.NewDecoder(bytes.NewReader(req))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, errs.New(errs.ErrInvalidInput, "schedule: the request is not the JSON object expected: "+err.Error())
+	}
+	switch r.Action {
+	case "add":
+		j, err := s.Add(ctx, r.Spec, scheduler.BySkill)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"job": j})
+	case "list":
+		jobs, err := s.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if jobs == nil {
+			jobs = []scheduler.Job{}
+		}
+		return json.Marshal(map[string]any{"jobs": jobs})
+	case "remove":
+		if err := s.Remove(ctx, r.ID); err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"removed": r.ID})
+	}
+	return nil, errs.New(errs.ErrInvalidInput, fmt.Sprintf("schedule: action %q is not add, list or remove", clipRunes(r.Action, 40)))
 }

@@ -92,6 +92,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 			log.Warn("stopping the scheduler", "err", cerr)
 		}
 	}()
+	e.jobs.set(sched) // the schedule skill adds through the running scheduler
 	schedGate := e.newGate(sched.Asker(), log, scheduler.HoldFor)
 	checkAgent := newAgent(sched.Skills(schedGate, false), agentVariant{systemPrompt: scheduler.SystemPrompt(cfg.Provider.SystemPrompt)})
 	beatAgent := newAgent(sched.Skills(schedGate, true), agentVariant{systemPrompt: scheduler.SystemPrompt(scheduler.HeartbeatPrompt),

@@ -165,6 +165,9 @@ type env struct {
 	// md is the SKILL.md skills (nil when [instructions] is disabled or
 	// the registry was not asked for).
 	md *skillsMD
+	// jobs serves the schedule skill's host function: a scheduler over
+	// the store that runs nothing (the CLI), or buddy serve's.
+	jobs *scheduleHost
 }
 
 // openEnv loads the configuration and starts the runtime; withStore also
@@ -207,6 +210,14 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 		}
 	}
 	e.now.Store(e.cfg)
+	if e.st != nil {
+		s, err := e.newScheduler(slog.New(slog.DiscardHandler), nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		e.jobs = &scheduleHost{}
+		e.jobs.set(s)
+	}
 	if withRegistry {
 		reg, err := e.newRegistry(ctx, e.cfg)
 		if err != nil {
@@ -227,7 +238,7 @@ func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*skills.Regi
 		Runtime: e.rt,
 		Config:  cfg,
 		Store:   e.st,
-		Deps:    hostfns.Deps{KV: e.st, Memories: e.st},
+		Deps:    hostfns.Deps{KV: e.st, Memories: e.st, Jobs: e.jobsDep()},
 	})
 }
 

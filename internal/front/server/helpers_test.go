@@ -72,7 +72,7 @@ type stack struct {
 	docs, scratch string
 	live          *skills.Live // the catalog the gate wraps
 	url           string       // http://127.0.0.1:port
-	host          string // 127.0.0.1:port
+	host          string       // 127.0.0.1:port
 }
 
 func tomlList(list []string) string {
