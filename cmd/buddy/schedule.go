@@ -221,7 +221,9 @@ func (x *pageProxy) AskHeld(ctx context.Context, req approval.Request, asked fun
 
 // scheduleHost serves the schedule host function (hostfns.Jobs) with the
 // scheduler in force: JSON requests of the built-in schedule skill.
-type scheduleHost struct{ s atomic.Pointer[scheduler.Scheduler] }
+type scheduleHost struct {
+	s atomic.Pointer[scheduler.Scheduler]
+}
 
 func (h *scheduleHost) set(s *scheduler.Scheduler) { h.s.Store(s) }
 
