@@ -20,14 +20,14 @@ import (
 // Permission is what a skill's effects are, for the approval gate.
 type Permission string
 
-// The permission levels (MISSION §1, §4).
+// The permission levels (docs/CONFIG.md, "skill.toml" and "Approval").
 const (
 	ReadOnly Permission = "read_only"
 	Mutating Permission = "mutating"
 	Network  Permission = "network"
 )
 
-// Manifest defaults and bounds (docs/MANIFEST.md).
+// Manifest defaults and bounds (docs/CONFIG.md, "skill.toml").
 const (
 	DefaultFuel       = 1_000_000_000
 	DefaultMemoryMB   = 16
@@ -91,6 +91,9 @@ type Capabilities struct {
 	Network    []string `json:"network"` // domain patterns: "example.com", "*.example.com"
 	Env        []string `json:"env"`     // environment variable names
 	Memory     bool     `json:"memory"`  // its own key-value and memory namespace
+	// Schedule asks for the schedule host function (granted to the
+	// built-in schedule skill only).
+	Schedule bool `json:"schedule,omitempty"`
 }
 
 // Resources are the per-call limits a skill asks for.
@@ -145,6 +148,7 @@ type manifestFile struct {
 		Network    []string `toml:"network"`
 		Env        []string `toml:"env"`
 		Memory     bool     `toml:"memory"`
+		Schedule   bool     `toml:"schedule"`
 	} `toml:"capabilities"`
 	Credentials map[string]credentialFile `toml:"credentials"`
 	Resources   struct {
@@ -268,7 +272,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 
 	c := &f.Capabilities
-	m.Capabilities = Capabilities{FilesRead: c.FilesRead, FilesWrite: c.FilesWrite, Memory: c.Memory}
+	m.Capabilities = Capabilities{FilesRead: c.FilesRead, FilesWrite: c.FilesWrite, Memory: c.Memory, Schedule: c.Schedule}
 	for i, d := range c.Network {
 		e, err := allow.Parse(d, allow.Manifest)
 		if err != nil {

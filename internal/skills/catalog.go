@@ -325,6 +325,9 @@ func fingerprint(s *Skill) string {
 	h.Write(schema)
 	g := s.Grants
 	fmt.Fprintf(h, "\x00%q\x00%q\x00%q\x00%s\x00%d\x00%d\x00%d\x00%s", g.Read, g.Write, g.Env, g.Namespace, g.MaxReadBytes, g.MaxWriteBytes, g.MaxFetchBytes, g.FetchTimeout)
+	if g.Schedule {
+		h.Write([]byte("\x00schedule"))
+	}
 	for _, d := range g.Domains {
 		fmt.Fprintf(h, "\x00%s|%t", d.String(), d.Local())
 	}
@@ -359,6 +362,9 @@ func Touches(g hostfns.Grants) []string {
 	}
 	for _, c := range g.Credentials {
 		out = append(out, fmt.Sprintf("have buddy send the credential %s (%s) to %s", c.Name, credentialWay(c.As, c.Param), strings.Join(allow.Strings(c.Hosts), ", ")))
+	}
+	if g.Schedule {
+		out = append(out, "create, list and remove scheduled reminders and checks")
 	}
 	return out
 }

@@ -236,7 +236,7 @@ const auditColumns = auditColumnsV3 + `, credentials`
 
 // auditColumnsV3 are the columns of the audit table from schema v3 to v6:
 // what sealing the rows written before v3 reads (in the migration to v4,
-// before v7 adds credentials).
+// before v8 adds credentials).
 const auditColumnsV3 = `id, time, kind, conversation, skill, version, module_sha256, arguments_hash,
 	outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out,
 	bytes_read, bytes_written, paths, hosts, addresses, prev_hash, hash`
@@ -251,7 +251,7 @@ type auditRecord struct {
 	bytesRead, bytesWritten                          int64
 	paths, hosts, addresses                          string // JSON lists as stored
 	prevHash, hash                                   string
-	credentials                                      string // a JSON list, or "" for none (schema v7)
+	credentials                                      string // a JSON list, or "" for none (schema v8)
 }
 
 // newRecord is the row AppendAudits stores for e (prepared), chained to prev;

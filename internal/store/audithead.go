@@ -268,7 +268,7 @@ func (a *auditAnchor) rowHash(r auditRecord) string {
 		str(s)
 	}
 	if r.credentials != "" {
-		// Schema v7's column, covered only when a row names a credential:
+		// Schema v8's column, covered only when a row names a credential:
 		// the rows written before it keep their hashes, and a row with one
 		// cannot encode like a row without (its encoding is longer, and
 		// every field before is length-prefixed).

@@ -168,7 +168,7 @@ type AuditEntry struct {
 	Hosts        []string
 	Addresses    []string // ip:port
 	// Credentials are the names of the credentials buddy added to the
-	// call's requests (schema v7).
+	// call's requests (schema v8).
 	Credentials []string
 	// PrevHash and Hash chain the rows (assigned by AppendAudit).
 	PrevHash string
