@@ -31,6 +31,23 @@ const (
 // Methods a Request may use.
 var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
+// Methods are the HTTP methods a Request may use.
+func Methods() []string { return slices.Clone(methods) }
+
+// RequestsInWords says what a Request may be, for the descriptions of a
+// network grant: "GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, with a
+// body of up to 1 MiB".
+func RequestsInWords() string {
+	size := fmt.Sprintf("%d bytes", DefaultMaxRequestBytes)
+	switch {
+	case DefaultMaxRequestBytes%(1<<20) == 0:
+		size = fmt.Sprintf("%d MiB", DefaultMaxRequestBytes>>20)
+	case DefaultMaxRequestBytes%(1<<10) == 0:
+		size = fmt.Sprintf("%d KiB", DefaultMaxRequestBytes>>10)
+	}
+	return strings.Join(methods[:len(methods)-1], ", ") + " or " + methods[len(methods)-1] + ", with a body of up to " + size
+}
+
 // refusedHeaders frame the request or the connection, or decide how the
 // body is decoded and capped: the Fetcher sets them, a caller may not.
 var refusedHeaders = map[string]bool{

@@ -96,6 +96,13 @@ func TestCredentialsShown(t *testing.T) {
 	if !slices.ContainsFunc(with.Touches, func(s string) bool { return strings.Contains(s, "credential github (bearer) to api.github.com") }) {
 		t.Errorf("touches %q", with.Touches)
 	}
+	// A network grant links http_request: the approval says which methods
+	// and how large a body its requests may have, not "GET" alone.
+	for _, want := range []string{"send HTTP requests to api.github.com", "send requests of the methods GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, with a body of up to 1 MiB"} {
+		if !slices.Contains(without.Touches, want) {
+			t.Errorf("touches %q, want %q among them", without.Touches, want)
+		}
+	}
 	if len(without.Grant.Credentials) != 0 {
 		t.Errorf("not granted, yet shown: %+v", without.Grant.Credentials)
 	}
