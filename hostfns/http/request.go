@@ -139,7 +139,7 @@ func checkCredentials(cs []Credential) []error {
 		switch c.As {
 		case "bearer", "basic":
 		case "header":
-			if !validHeaderName(c.Param) || refusedHeaders[nethttp.CanonicalHeaderKey(c.Param)] {
+			if ck := nethttp.CanonicalHeaderKey(c.Param); !validHeaderName(c.Param) || refusedHeaders[ck] || strings.HasPrefix(ck, "Proxy-") {
 				bad("header %q cannot carry it", c.Param)
 			}
 		case "query":

@@ -370,6 +370,8 @@ func TestNewNeedsSecretsForCredentials(t *testing.T) {
 	for _, bad := range []Credential{
 		{Name: "github", Hosts: hosts, As: "cookie"},
 		{Name: "github", Hosts: hosts, As: "header", Param: "Host"},
+		{Name: "github", Hosts: hosts, As: "header", Param: "accept-encoding"},
+		{Name: "github", Hosts: hosts, As: "header", Param: "Proxy-Token"},
 		{Name: "github", Hosts: nil, As: "bearer"},
 		{Name: "bad name", Hosts: hosts, As: "bearer"},
 	} {
