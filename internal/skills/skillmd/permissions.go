@@ -113,6 +113,8 @@ func parsePermissions(n *yaml.Node) (*Permissions, error) {
 		case "services":
 			if v.Decode(&p.Services) != nil {
 				err = &permError{v.Line, "services must be a mapping"}
+			} else if kerr := stringKeyed(p.Services); kerr != nil {
+				err = &permError{v.Line, "services: " + kerr.Error()}
 			}
 		default:
 			err = &permError{k.Line, fmt.Sprintf("unknown key %q (fs, network, env)", k.Value)}

@@ -219,6 +219,14 @@ func Parse(path string, data []byte) (*Skill, error) {
 		Parameters: fm.Parameters, Source: fm.Source, AllowedTools: fm.AllowedTools,
 		License: fm.License, Metadata: fm.Metadata,
 	}
+	for _, m := range []struct {
+		key string
+		v   *map[string]any
+	}{{"parameters", &s.Parameters}, {"metadata", &s.Metadata}} {
+		if err := stringKeyed(*m.v); err != nil {
+			return nil, fail(at(m.key), "%s: %v", m.key, err)
+		}
+	}
 	if s.Name == "" {
 		s.Name = filepath.Base(filepath.Dir(path)) // Agent Skills: the folder's name
 	}
@@ -527,6 +535,62 @@ func yamlStrings(list []string) []yamlString {
 		out = append(out, yamlString(s))
 	}
 	return out
+}
+
+// stringKeyed turns every mapping nested in m into a map[string]any, as the
+// outermost one is: yaml.v3 decodes a mapping with a key that is not a plain
+// string (80, true, a tagged scalar) as map[any]any, which encoding/json
+// cannot write and which would not read back the same after Render (it
+// writes every key as a string). A scalar key becomes its text (80 → "80");
+// a key that is a list or a mapping, or two keys with the same text, are
+// refused.
+func stringKeyed(m map[string]any) error {
+	for k, v := range m {
+		nv, err := stringKeys(v)
+		if err != nil {
+			return fmt.Errorf("under %q: %w", k, err)
+		}
+		m[k] = nv
+	}
+	return nil
+}
+
+func stringKeys(v any) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		return v, stringKeyed(v)
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			var ks string
+			switch k := k.(type) {
+			case string:
+				ks = k
+			case nil:
+				ks = "null"
+			case bool, int, int64, uint64:
+				ks = fmt.Sprint(k)
+			case float64:
+				ks = strconv.FormatFloat(k, 'g', -1, 64)
+			default:
+				return nil, fmt.Errorf("a mapping key must be a string or a number, not %T", k)
+			}
+			if _, dup := out[ks]; dup {
+				return nil, fmt.Errorf("the key %q appears twice", ks)
+			}
+			out[ks] = e
+		}
+		return out, stringKeyed(out)
+	case []any:
+		for i, e := range v {
+			ne, err := stringKeys(e)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = ne
+		}
+	}
+	return v, nil
 }
 
 // yamlMap is m as a node (nil if m is empty), for Render.
