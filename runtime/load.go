@@ -429,7 +429,7 @@ const bulkByteShift = 3
 const startExport = "__buddy_start"
 
 var instrumentOptions = fuel.Options{ImportCost: importCost, Rename: renameKernel,
-	BulkByteShift: bulkByteShift, StartExport: startExport}
+	BulkByteShift: bulkByteShift, StartExport: startExport, GlobalExportPrefix: globalPrefix}
 
 // optionsFingerprint names the instrumentation options in the cache key, so
 // that changing what is renamed or charged never reuses old output.
@@ -443,7 +443,7 @@ var optionsFingerprint = func() string {
 	for _, n := range names {
 		fmt.Fprintf(h, "%s=%s,%d;", n, renameKernel(kernelNS, n), importCost(kernelNS, n))
 	}
-	fmt.Fprintf(h, "wasi=%d;bulk=%d;start=%s", importCost(wasiNS, "fd_write"), bulkByteShift, startExport)
+	fmt.Fprintf(h, "wasi=%d;bulk=%d;start=%s;globals=%s", importCost(wasiNS, "fd_write"), bulkByteShift, startExport, globalPrefix)
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
@@ -613,6 +613,10 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 	}
 	mod.rt, mod.compiled = rt, cm
 	mod.inline = len(r.opts.ExtraHostFunctions) == 0
+	if mod.snap, mod.snapWhy, err = mod.takeSnapshot(cctx); err != nil {
+		rt.Close(ctx)
+		return nil, ctxError(ctx, m.Resources.Timeout)
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
