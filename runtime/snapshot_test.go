@@ -176,8 +176,9 @@ func TestSnapshotRule(t *testing.T) {
 }
 
 // TestSnapshotRealGuests: what real toolchains build. The built-ins (TinyGo,
-// wasm-unknown reactors through skillkit) and AssemblyScript (a start
-// section) have pure initialisers and are snapshotted; go-pdk on TinyGo's
+// wasm-unknown reactors through skillkit) and AssemblyScript (its start
+// function exported as _initialize) have pure initialisers and are
+// snapshotted; go-pdk on TinyGo's
 // wasip1 reads WASI in its initialiser and is not. Either way the answers and
 // the fuel are those of the initialiser run by the call.
 func TestSnapshotRealGuests(t *testing.T) {
@@ -207,6 +208,7 @@ func TestSnapshotRealGuests(t *testing.T) {
 		{"read_file", builtin("read_file"), "run", `{"path":"f.txt"}`, true},
 		{"read_file/missing", builtin("read_file"), "run", `{"path":"nope.txt"}`, true},
 		{"read_file/bad input", builtin("read_file"), "run", `{"path":1}`, true},
+		{"skillkit noop", readFixture(t, "skillkit_noop.wasm"), "run", `{"path":"x"}`, true},
 		{"assemblyscript", readFixture(t, "as_plugin.wasm"), "greet", "buddy", true},
 		{"go-pdk wasip1", readFixture(t, "pdkplugin.wasm"), "greet", "buddy", false},
 	}
