@@ -150,6 +150,14 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 		log.Info("no LLM provider configured: send answers with a config error; skills can still be invoked (add [provider] to buddy.toml)")
 	}
 
+	// Every enabled skill is loaded in the background (from the compile
+	// cache, or compiled now): a call that comes first waits only for its
+	// own skill's compile, if it is the one running.
+	go func() {
+		start := time.Now()
+		live.Current().Warm(ctx)
+		log.Info("skills loaded", "took_ms", time.Since(start).Milliseconds())
+	}()
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	for {
@@ -204,6 +212,7 @@ func (a *app) reload(ctx context.Context, e *env, configPath string, log *slog.L
 	}
 	restart := restartKeys(e.config(), cfg)
 	e.live.Swap(ctx, reg)
+	go reg.Warm(ctx)
 	e.now.Store(cfg)
 	if e.md != nil {
 		e.md.catalog.Reload(ctx)
