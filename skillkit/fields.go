@@ -123,35 +123,20 @@ type fieldValue struct {
 // the struct they belong to (see the rules above); on error no field has been
 // written. One pass checks the syntax and decodes.
 func decodeFields(data []byte, fields []Field) error {
-	d := &decoder{data: data}
+	d := decoder{data: data}
 	vals := make([]fieldValue, len(fields))
-	err := d.document(func() error {
+	top, err := d.top()
+	if err == nil && top {
 		if d.data[d.i] != '{' {
 			d.typeError(d.kindOf(), "", "an object")
-			return d.skip()
+			err = d.skip()
+		} else {
+			err = d.fieldsObject(fields, vals)
 		}
-		return d.object(func(key string) error {
-			f := -1
-			for k := range fields {
-				if fields[k].name == key {
-					f = k
-					break
-				}
-			}
-			if f < 0 {
-				for k := range fields {
-					if strings.EqualFold(fields[k].name, key) {
-						f = k
-						break
-					}
-				}
-			}
-			if f < 0 {
-				return d.skip()
-			}
-			return d.field(&fields[f], &vals[f])
-		})
-	})
+	}
+	if err == nil {
+		err = d.end()
+	}
 	if err == nil {
 		err = d.err
 	}
@@ -186,6 +171,41 @@ func decodeFields(data []byte, fields []Field) error {
 	return nil
 }
 
+// fieldsObject decodes the object at d into vals, by fields.
+func (d *decoder) fieldsObject(fields []Field, vals []fieldValue) error {
+	more, err := d.open('{')
+	for more && err == nil {
+		var key string
+		if key, err = d.key(); err != nil {
+			break
+		}
+		f := -1
+		for k := range fields {
+			if fields[k].name == key {
+				f = k
+				break
+			}
+		}
+		if f < 0 {
+			for k := range fields {
+				if strings.EqualFold(fields[k].name, key) {
+					f = k
+					break
+				}
+			}
+		}
+		if f < 0 {
+			err = d.skip()
+		} else {
+			err = d.field(&fields[f], &vals[f])
+		}
+		if err == nil {
+			more, err = d.next('}', "object key:value pair")
+		}
+	}
+	return err
+}
+
 // field decodes the value at d into v for f.
 func (d *decoder) field(f *Field, v *fieldValue) error {
 	if d.literal("null") {
@@ -214,19 +234,23 @@ func (d *decoder) field(f *Field, v *fieldValue) error {
 			return d.skip()
 		}
 		strs := []string{}
-		err := d.array(func() error {
-			if d.literal("null") {
+		more, err := d.open('[')
+		for more && err == nil {
+			switch k := d.kindOf(); {
+			case d.literal("null"):
 				strs = append(strs, "")
-				return nil
-			}
-			if k := d.kindOf(); k != "string" {
+			case k != "string":
 				d.typeError(k, f.name+"[]", "a string")
-				return d.skip()
+				err = d.skip()
+			default:
+				var s string
+				s, err = d.string()
+				strs = append(strs, s)
 			}
-			s, err := d.string()
-			strs = append(strs, s)
-			return err
-		})
+			if err == nil {
+				more, err = d.next(']', "array element")
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -300,28 +324,42 @@ func quote(s string) string { return string(AppendJSONString(nil, s)) }
 // encoding/json decodes it into a map[string]string (null is "", the last of
 // repeated keys stays); null gives a nil map.
 func decodeStringMap(data []byte) (map[string]string, error) {
-	d := &decoder{data: data}
+	d := decoder{data: data}
 	var m map[string]string
-	err := d.document(func() error {
+	top, err := d.top()
+	if err == nil && top {
 		if d.data[d.i] != '{' {
 			d.typeError(d.kindOf(), "", "an object of strings")
-			return d.skip()
+			err = d.skip()
+		} else {
+			m = map[string]string{}
+			var more bool
+			more, err = d.open('{')
+			for more && err == nil {
+				var key string
+				if key, err = d.key(); err != nil {
+					break
+				}
+				switch k := d.kindOf(); {
+				case d.literal("null"):
+					m[key] = ""
+				case k != "string":
+					d.typeError(k, key, "a string")
+					err = d.skip()
+				default:
+					var s string
+					s, err = d.string()
+					m[key] = s
+				}
+				if err == nil {
+					more, err = d.next('}', "object key:value pair")
+				}
+			}
 		}
-		m = map[string]string{}
-		return d.object(func(key string) error {
-			if d.literal("null") {
-				m[key] = ""
-				return nil
-			}
-			if k := d.kindOf(); k != "string" {
-				d.typeError(k, key, "a string")
-				return d.skip()
-			}
-			s, err := d.string()
-			m[key] = s
-			return err
-		})
-	})
+	}
+	if err == nil {
+		err = d.end()
+	}
 	if err == nil {
 		err = d.err
 	}
@@ -344,18 +382,18 @@ type decoder struct {
 	err   error // the first type error
 }
 
-// document decodes the one value of data with value (which must consume
-// it), unless it is null, and checks that only whitespace follows.
-func (d *decoder) document(value func() error) error {
+// top skips the whitespace before the input's value and reports whether a
+// value other than null follows (null is consumed).
+func (d *decoder) top() (bool, error) {
 	d.space()
 	if d.i >= len(d.data) {
-		return d.syntax("unexpected end of JSON input")
+		return false, d.syntax("unexpected end of JSON input")
 	}
-	if !d.literal("null") {
-		if err := value(); err != nil {
-			return err
-		}
-	}
+	return !d.literal("null"), nil
+}
+
+// end checks that only whitespace follows the input's value.
+func (d *decoder) end() error {
 	d.space()
 	if d.i < len(d.data) {
 		return d.syntax("invalid character " + quoteByte(d.data[d.i]) + " after top-level value")
@@ -363,71 +401,54 @@ func (d *decoder) document(value func() error) error {
 	return nil
 }
 
-// object decodes the object at d, calling member with each key (unescaped)
-// and d at its value, which member must consume.
-func (d *decoder) object(member func(key string) error) error {
-	d.i++ // {
-	d.depth++
-	defer func() { d.depth-- }()
-	if d.depth > maxDepth {
-		return d.syntax("exceeded max depth")
+// open consumes the opening bracket c ('{' or '[') at d and the whitespace
+// after it, and reports whether the object or array has members (if not,
+// its closing bracket is consumed too).
+func (d *decoder) open(c byte) (bool, error) {
+	d.i++
+	if d.depth++; d.depth > maxDepth {
+		return false, d.syntax("exceeded max depth")
 	}
 	d.space()
-	if d.byte('}') {
-		return nil
+	if d.byte(c + 2) { // '}' or ']'
+		d.depth--
+		return false, nil
 	}
-	for {
-		if err := d.expectKey(); err != nil {
-			return err
-		}
-		key, err := d.string()
-		if err != nil {
-			return err
-		}
-		if err := d.colon(); err != nil {
-			return err
-		}
-		if err := member(key); err != nil {
-			return err
-		}
-		d.space()
-		if d.byte('}') {
-			return nil
-		}
-		if err := d.comma("object key:value pair"); err != nil {
-			return err
-		}
+	if d.i >= len(d.data) {
+		return false, d.syntax("unexpected end of JSON input")
 	}
+	return true, nil
 }
 
-// array decodes the array at d, calling elem with d at each element, which
-// elem must consume.
-func (d *decoder) array(elem func() error) error {
-	d.i++ // [
-	d.depth++
-	defer func() { d.depth-- }()
-	if d.depth > maxDepth {
-		return d.syntax("exceeded max depth")
+// key reads an object member's key (unescaped) and the colon after it; d is
+// then at the value.
+func (d *decoder) key() (string, error) {
+	if err := d.expectKey(); err != nil {
+		return "", err
 	}
+	key, err := d.string()
+	if err != nil {
+		return "", err
+	}
+	return key, d.colon()
+}
+
+// next consumes what follows a member or element: a comma (true: another
+// follows) or the closing bracket close (false); after names the member or
+// element for the error.
+func (d *decoder) next(close byte, after string) (bool, error) {
 	d.space()
-	if d.byte(']') {
-		return nil
+	if d.byte(close) {
+		d.depth--
+		return false, nil
 	}
-	for {
-		if d.i >= len(d.data) {
-			return d.syntax("unexpected end of JSON input")
-		}
-		if err := elem(); err != nil {
-			return err
-		}
-		d.space()
-		if d.byte(']') {
-			return nil
-		}
-		if err := d.comma("array element"); err != nil {
-			return err
-		}
+	if err := d.comma(after); err != nil {
+		return false, err
 	}
+	if d.i >= len(d.data) {
+		return false, d.syntax("unexpected end of JSON input")
+	}
+	return true, nil
 }
 
 // expectKey checks that an object key comes next.
