@@ -104,6 +104,7 @@ var capabilityOf = map[string]string{
 	hostfns.FnKVDelete:    "memory",
 	hostfns.FnMemRemember: "memory",
 	hostfns.FnMemRecall:   "memory",
+	hostfns.FnSchedule:    "schedule",
 }
 
 // Info describes a module: what it imports and exports, and its hash.
@@ -188,6 +189,7 @@ var effectOf = map[string]Permission{
 	hostfns.FnKVDelete:    Mutating,
 	hostfns.FnMemRemember: Mutating,
 	hostfns.FnHTTPGet:     Network,
+	hostfns.FnSchedule:    Mutating,
 }
 
 // checkPermission refuses a module whose imports exceed its permission level:
@@ -223,6 +225,8 @@ func declares(c Capabilities, name string) bool {
 		return len(c.Env) > 0
 	case "memory":
 		return c.Memory
+	case "schedule":
+		return c.Schedule
 	}
 	return false
 }

@@ -62,6 +62,9 @@ type Capabilities struct {
 	Network    []string `json:"network"` // domain patterns: "example.com", "*.example.com"
 	Env        []string `json:"env"`     // environment variable names
 	Memory     bool     `json:"memory"`  // its own key-value and memory namespace
+	// Schedule asks for the schedule host function (granted to the
+	// built-in schedule skill only).
+	Schedule bool `json:"schedule,omitempty"`
 }
 
 // Resources are the per-call limits a skill asks for.
@@ -116,6 +119,7 @@ type manifestFile struct {
 		Network    []string `toml:"network"`
 		Env        []string `toml:"env"`
 		Memory     bool     `toml:"memory"`
+		Schedule   bool     `toml:"schedule"`
 	} `toml:"capabilities"`
 	Resources struct {
 		Fuel     *int64  `toml:"fuel"`
@@ -232,7 +236,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 
 	c := &f.Capabilities
-	m.Capabilities = Capabilities{FilesRead: c.FilesRead, FilesWrite: c.FilesWrite, Memory: c.Memory}
+	m.Capabilities = Capabilities{FilesRead: c.FilesRead, FilesWrite: c.FilesWrite, Memory: c.Memory, Schedule: c.Schedule}
 	for i, d := range c.Network {
 		e, err := allow.Parse(d, allow.Manifest)
 		if err != nil {

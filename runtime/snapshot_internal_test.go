@@ -54,8 +54,8 @@ func TestSnapshotRestoresTheInitialisedState(t *testing.T) {
 			}
 			dir := t.TempDir()
 			host, err := hostfns.Link(hostfns.Grants{Read: []string{dir}, Write: []string{dir},
-				Domains: allow.Intersect([]string{"*"}, []string{"127.0.0.1"}), Namespace: "t"},
-				hostfns.Deps{KV: nopStore{}, Memories: nopStore{}})
+				Domains: allow.Intersect([]string{"*"}, []string{"127.0.0.1"}), Namespace: "t", Schedule: true},
+				hostfns.Deps{KV: nopStore{}, Memories: nopStore{}, Jobs: nopStore{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestSnapshotRestoresTheInitialisedState(t *testing.T) {
 			// Calls (which write all over their memory) leave the snapshot
 			// as it was.
 			for i := 0; i < 3; i++ {
-				_, _ = mod.Call(ctx, []byte(`{"path":"x","key":"k","value":"v","text":"t","query":"q","url":"http://127.0.0.1:1/","content":"c"}`))
+				_, _ = mod.Call(ctx, []byte(`{"path":"x","key":"k","value":"v","text":"t","query":"q","url":"http://127.0.0.1:1/","content":"c","action":"list"}`))
 			}
 			if !sameSnapshot(image, mod.snap) {
 				t.Fatal("the snapshot changed under calls")
@@ -151,6 +151,7 @@ func (nopStore) Remember(context.Context, string, string, []string) (int64, erro
 func (nopStore) Recall(context.Context, string, string, int) ([]hostfns.Memory, error) {
 	return nil, nil
 }
+func (nopStore) Schedule(context.Context, []byte) ([]byte, error) { return []byte(`{"jobs":[]}`), nil }
 
 func firstDiff(a, b []byte) int {
 	for i := range a {

@@ -397,6 +397,30 @@ func RecallJSON(query string, limit int) (RawJSON, error) {
 	return RawJSON(out), err
 }
 
+// Schedule sends a request to buddy's scheduler (the schedule host
+// function, granted to the built-in schedule skill only) and returns its
+// JSON answer: {"action":"add","kind":"reminder","at":"+10m","text":"…"},
+// {"action":"list"}, {"action":"remove","id":"j_…"} (docs/HOST_ABI.md).
+// req is encoded with encoding/json; ScheduleJSON takes it already encoded.
+func Schedule(req any) (json.RawMessage, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, &Error{Kind: KindInvalidInput, Message: "schedule: " + err.Error()}
+	}
+	out, err := ScheduleJSON(b)
+	return json.RawMessage(out), err
+}
+
+// ScheduleJSON is Schedule for a request already JSON (an Object's JSON()),
+// without reflection: what the built-in schedule calls.
+func ScheduleJSON(req RawJSON) (RawJSON, error) {
+	out, err := decode("schedule", hostSchedule(req))
+	if err != nil {
+		return nil, err
+	}
+	return RawJSON(out), nil
+}
+
 // KindOf returns the kind of err (the first *Error in its chain, as
 // errors.As finds it), KindInternal for errors skillkit did not make.
 func KindOf(err error) Kind {

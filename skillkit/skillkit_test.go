@@ -151,6 +151,37 @@ func TestMemories(t *testing.T) {
 	}
 }
 
+func TestScheduleAndScheduleJSON(t *testing.T) {
+	var sent []string
+	fake(t, "", func(name string, args ...[]byte) []byte {
+		if name != "schedule" {
+			return Result(KindInternal, nil)
+		}
+		sent = append(sent, string(args[0]))
+		if strings.Contains(string(args[0]), `"remove"`) {
+			return Result(KindNotFound, []byte("no job j_1"))
+		}
+		return Result("", []byte(`{"id":"j_1"}`))
+	})
+	var o Object
+	o.String("action", "add")
+	o.String("at", "+10m")
+	raw, err := ScheduleJSON(o.JSON())
+	if err != nil || string(raw) != `{"id":"j_1"}` {
+		t.Fatalf("ScheduleJSON = %s, %v", raw, err)
+	}
+	out, err := Schedule(map[string]string{"action": "add", "at": "+10m"})
+	if err != nil || string(out) != `{"id":"j_1"}` {
+		t.Fatalf("Schedule = %s, %v", out, err)
+	}
+	if len(sent) != 2 || sent[0] != sent[1] {
+		t.Fatalf("sent %q: Object and encoding/json should agree", sent)
+	}
+	if _, err := ScheduleJSON(RawJSON(`{"action":"remove"}`)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ScheduleJSON(remove) = %v, want not_found", err)
+	}
+}
+
 func TestHandle(t *testing.T) {
 	type in struct {
 		Name string `json:"name"`

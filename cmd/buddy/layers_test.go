@@ -18,7 +18,8 @@ var layers = []struct {
 }{
 	{"composition root", []string{"cmd/"}},
 	{"front ends", []string{"internal/front/"}},
-	{"agent", []string{"internal/agent", "internal/llm/"}},
+	{"scheduler", []string{"internal/scheduler"}},
+	{"agent", []string{"internal/agent", "internal/llm/", "internal/budget"}},
 	{"gate", []string{"internal/approval", "internal/audit"}},
 	{"skills", []string{"internal/skills/"}},
 	{"state and configuration", []string{"internal/store", "internal/config", "internal/catalog"}},
@@ -37,6 +38,7 @@ var sameLayer = map[string][]string{
 	"internal/skills/install":  {},                                 //
 	"hostfns":                  {"hostfns/fs", "hostfns/http"},     // the host ABI over its gates
 	"internal/llm/llmtest":     {"internal/agent", "internal/llm"}, // a test kit for providers
+	"internal/budget":          {"internal/agent"},                 // the meter implements the agent's interface
 	"internal/front/server":    {},                                 //
 	"internal/front/chat":      {},                                 //
 	"internal/front/mcpserver": {},                                 //

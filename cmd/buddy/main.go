@@ -13,6 +13,7 @@
 //	buddy audit list [--conversation ID] [--json] | audit verify
 //	buddy mcp                                         # the skills over MCP on stdio (docs/PROTOCOL.md#mcp)
 //	buddy chat [--url URL] [--conversation ID]        # chat with a running buddy serve in the terminal
+//	buddy schedule add reminder --at +10m --text "call the plumber" | list [--json] | rm ID
 //
 // On failure buddy prints "error: <kind>: <detail>" on stderr and exits with
 // the kind's code (README "Exit codes"); that contract is stable.
@@ -31,6 +32,10 @@ import (
 
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/base/textsafe"
+
+	// Time zones without the host's files: [scheduler] timezone must load
+	// the same everywhere.
+	_ "time/tzdata"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -107,6 +112,11 @@ Usage:
   buddy mcp forget                    clear what MCP clients have read (their taint) and their SKILL.md bindings
   buddy chat [--url URL] [--conversation ID]
                                       chat with a running buddy serve (Ctrl-C cancels, Ctrl-D exits)
+  buddy schedule add reminder --at TIME --text TEXT
+  buddy schedule add check (--at TIME | --every DURATION | --cron EXPR) --prompt TEXT
+                                      TIME: RFC 3339 or +DURATION; cron in [scheduler] timezone
+  buddy schedule list [--json]        the jobs (reminders, checks, the heartbeat)
+  buddy schedule rm ID
   buddy version
 
 Every command takes --config FILE (else $BUDDY_CONFIG,
@@ -139,6 +149,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.mcpCommand(ctx, args[1:])
 	case "chat":
 		return a.chat(ctx, args[1:])
+	case "schedule":
+		return a.schedule(ctx, args[1:])
 	}
 	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown command %q (see buddy help)", args[0]))
 }

@@ -42,6 +42,7 @@ var migrations = []migration{
 	{name: "audit log sealed once, keyed and anchored", sql: schemaV4, before: sealLegacyAudit},
 	{name: "conversation state; the module an approval was asked about", sql: schemaV5},
 	{name: "summaries of compacted messages; token usage per model request", sql: schemaV6},
+	{name: "scheduled jobs: reminders, checks, the heartbeat", sql: schemaV7},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -340,6 +341,42 @@ CREATE TABLE usage (
 
 CREATE INDEX usage_conversation ON usage (conversation, id);
 CREATE INDEX usage_time ON usage (time);
+`
+
+// schemaV7: scheduled jobs (internal/scheduler). A job is a reminder (text
+// delivered verbatim), a check (a prompt run as an agent turn) or the
+// heartbeat; it fires at a time (at), at an interval (every_ns) or on a cron
+// expression read in the scheduler's time zone. next_run is the next due
+// time (NULL once a one-shot job has run). A process runs a due job only
+// after claiming it: lease_owner and lease_until, set in one statement that
+// succeeds for one process only; the run ends by moving next_run on and
+// clearing the lease. blocked_* record a budget that stopped the job: which
+// cap, its value then, and when its period ends.
+const schemaV7 = `
+CREATE TABLE jobs (
+	id            TEXT PRIMARY KEY NOT NULL,
+	kind          TEXT NOT NULL,
+	at            INTEGER NOT NULL DEFAULT 0,
+	every_ns      INTEGER NOT NULL DEFAULT 0,
+	cron          TEXT NOT NULL DEFAULT '',
+	text          TEXT NOT NULL DEFAULT '',
+	conversation  TEXT NOT NULL DEFAULT '',
+	created_by    TEXT NOT NULL DEFAULT '',
+	created_at    INTEGER NOT NULL,
+	next_run      INTEGER,
+	last_run      INTEGER NOT NULL DEFAULT 0,
+	last_status   TEXT NOT NULL DEFAULT '',
+	last_detail   TEXT NOT NULL DEFAULT '',
+	runs          INTEGER NOT NULL DEFAULT 0,
+	lease_owner   TEXT NOT NULL DEFAULT '',
+	lease_until   INTEGER NOT NULL DEFAULT 0,
+	blocked_cap   TEXT NOT NULL DEFAULT '',
+	blocked_limit REAL NOT NULL DEFAULT 0,
+	blocked_until INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE INDEX jobs_due ON jobs (next_run) WHERE next_run IS NOT NULL;
+CREATE INDEX usage_conversation_time ON usage (conversation, time);
 `
 
 // migrate checks that the database is buddy's and not from a newer buddy, turns

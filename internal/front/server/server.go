@@ -92,6 +92,10 @@ type Options struct {
 	// NewMCP, if set, builds the Streamable HTTP handler served at /mcp
 	// (behind the same checks as /api/), given the page as an asker.
 	NewMCP func(host MCPHost) http.Handler
+	// Schedule, if set, serves /api/schedule (the scheduler); Spending,
+	// if set, adds today's spend against [budget] to its listing.
+	Schedule Schedule
+	Spending Spending
 	// AllowedOrigins are browser origins (http:// or https://, a host, an
 	// optional port) allowed besides the server's own. New fails on one
 	// that is not such an origin.
@@ -254,6 +258,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/chat/{conversation_id}/approve", s.api(s.approveHTTP))
 	m.HandleFunc("POST /api/chat/{conversation_id}/messages", s.api(s.postMessage))
 	m.HandleFunc("POST /api/conversations", s.api(s.createConversation))
+	m.HandleFunc("GET /api/schedule", s.api(s.listSchedule))
+	m.HandleFunc("POST /api/schedule", s.api(s.addSchedule))
+	m.HandleFunc("DELETE /api/schedule/{id}", s.api(s.removeSchedule))
 	s.mcpRoutes(m) // /mcp (mcp.go)
 	m.HandleFunc("/api/", s.api(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errs.KindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
