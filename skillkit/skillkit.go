@@ -57,6 +57,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -300,13 +301,71 @@ func HTTPGet(url string) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseResponse("http_get", out)
+}
+
+// Request is an HTTP request for HTTPRequest.
+type Request struct {
+	Method  string            // GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS; "" = GET
+	URL     string            // on a domain the skill was granted
+	Headers map[string]string // Host, Content-Length, Accept-Encoding and the like are buddy's
+	Body    []byte
+}
+
+// HTTPRequest sends a request to a domain the skill was granted, checked as
+// HTTPGet's is (every redirect hop, every address dialled, the body capped).
+// The credentials skill.toml declares ([credentials.NAME]) and the operator
+// grants are added by buddy to requests to their hosts: the skill never
+// sees them, and what comes back has them replaced by "[secret:NAME]". A
+// request carrying a secret to a host it is not granted for is refused
+// (ErrForbidden).
+//
+//	r, err := skillkit.HTTPRequest(skillkit.Request{Method: "POST",
+//		URL: "https://api.github.com/repos/o/r/issues",
+//		Headers: map[string]string{"Content-Type": "application/json"},
+//		Body: []byte(`{"title":"hi"}`)})
+func HTTPRequest(r Request) (*Response, error) {
+	out, err := decode("http_request", hostHTTPRequest(r.json(), r.Body))
+	if err != nil {
+		return nil, err
+	}
+	return parseResponse("http_request", out)
+}
+
+// json is the request line and headers as the host reads them, written as
+// encoding/json would write {method (omitted if empty), url, headers
+// (omitted if empty, keys sorted)}, without reflection.
+func (r *Request) json() RawJSON {
+	var o Object
+	if r.Method != "" {
+		o.String("method", r.Method)
+	}
+	o.String("url", r.URL)
+	if len(r.Headers) > 0 {
+		keys := make([]string, 0, len(r.Headers))
+		for k := range r.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var h Object
+		for _, k := range keys {
+			h.String(k, r.Headers[k])
+		}
+		o.Raw("headers", h.JSON())
+	}
+	return o.JSON()
+}
+
+// parseResponse reads an HTTP function's payload (http_get's and
+// http_request's): u16 LE status, u32 LE n, n bytes of header JSON, the body.
+func parseResponse(fn string, out []byte) (*Response, error) {
 	if len(out) < 6 {
-		return nil, &Error{Kind: KindInternal, Message: "http_get: malformed result"}
+		return nil, &Error{Kind: KindInternal, Message: fn + ": malformed result"}
 	}
 	status := int(binary.LittleEndian.Uint16(out))
 	n := int(binary.LittleEndian.Uint32(out[2:]))
 	if 6+n > len(out) {
-		return nil, &Error{Kind: KindInternal, Message: "http_get: malformed result"}
+		return nil, &Error{Kind: KindInternal, Message: fn + ": malformed result"}
 	}
 	r := &Response{Status: status, Headers: map[string]string{}, Body: out[6+n:]}
 	if n > 0 {
@@ -314,7 +373,7 @@ func HTTPGet(url string) (*Response, error) {
 		// encoding/json would decode them, without reflection.
 		h, err := decodeStringMap(out[6 : 6+n])
 		if err != nil {
-			return nil, &Error{Kind: KindInternal, Message: "http_get: malformed headers: " + err.Error()}
+			return nil, &Error{Kind: KindInternal, Message: fn + ": malformed headers: " + err.Error()}
 		}
 		if h != nil {
 			r.Headers = h

@@ -12,6 +12,7 @@ import (
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/runtime"
@@ -307,6 +308,9 @@ func grantOf(g hostfns.Grants) catalog.Grant {
 	for _, d := range g.Domains {
 		out.Hosts = append(out.Hosts, catalog.HostGrant{Host: d.Host(), Wildcard: d.Wildcard(), Any: d.Any(), Port: int(d.Port())})
 	}
+	for _, c := range g.Credentials {
+		out.Credentials = append(out.Credentials, catalog.CredentialGrant{Name: c.Name, Hosts: allow.Strings(c.Hosts)})
+	}
 	return out
 }
 
@@ -326,6 +330,12 @@ func fingerprint(s *Skill) string {
 	}
 	for _, d := range g.Domains {
 		fmt.Fprintf(h, "\x00%s|%t", d.String(), d.Local())
+	}
+	for _, c := range g.Credentials {
+		fmt.Fprintf(h, "\x00credential %q %q %q", c.Name, c.As, c.Param)
+		for _, d := range c.Hosts {
+			fmt.Fprintf(h, "|%s|%t", d.String(), d.Local())
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -350,10 +360,24 @@ func Touches(g hostfns.Grants) []string {
 	if g.Namespace != "" {
 		out = append(out, "read and write its memory ("+g.Namespace+")")
 	}
+	for _, c := range g.Credentials {
+		out = append(out, fmt.Sprintf("have buddy send the credential %s (%s) to %s", c.Name, credentialWay(c.As, c.Param), strings.Join(allow.Strings(c.Hosts), ", ")))
+	}
 	if g.Schedule {
 		out = append(out, "create, list and remove scheduled reminders and checks")
 	}
 	return out
+}
+
+// credentialWay says how a credential is sent, in a few words.
+func credentialWay(as, param string) string {
+	switch as {
+	case "header":
+		return "header " + param
+	case "query":
+		return "query parameter " + param
+	}
+	return as
 }
 
 // AddModule registers a module file given on the command line (`skill run

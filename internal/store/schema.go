@@ -43,6 +43,7 @@ var migrations = []migration{
 	{name: "conversation state; the module an approval was asked about", sql: schemaV5},
 	{name: "summaries of compacted messages; token usage per model request", sql: schemaV6},
 	{name: "scheduled jobs: reminders, checks, the heartbeat", sql: schemaV7},
+	{name: "the credentials a call used, in its audit row", sql: schemaV8},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -377,6 +378,14 @@ CREATE TABLE jobs (
 
 CREATE INDEX jobs_due ON jobs (next_run) WHERE next_run IS NOT NULL;
 CREATE INDEX usage_conversation_time ON usage (conversation, time);
+`
+
+// schemaV8: the audit row of a call names the credentials buddy added to
+// its requests (a JSON list; "" for none, as in every row written before:
+// their keyed hashes do not cover the column, and a row's hash covers it
+// only when it is not empty, audithead.go rowHash).
+const schemaV8 = `
+ALTER TABLE audit ADD COLUMN credentials TEXT NOT NULL DEFAULT '';
 `
 
 // migrate checks that the database is buddy's and not from a newer buddy, turns

@@ -127,6 +127,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		}
 		res.Upgraded, res.Previous = true, old.Version
 		res.Widened = Widened(oldCaps, m.Capabilities)
+		res.Widened = append(res.Widened, widenedCredentials(old.Manifest, m.Credentials)...)
 		if w := widenedPermission(old.Manifest, m.Permission); w != "" {
 			res.Widened = append(res.Widened, w)
 		}
@@ -306,6 +307,9 @@ func Describe(m *runtime.Manifest) []string {
 		out = append(out, "permission network: buddy asks before each call unless you trust it")
 	}
 	caps := capLines(m.Capabilities)
+	for _, c := range m.Credentials {
+		caps = append(caps, "may have buddy send the credential "+c.Name+" to "+strings.Join(c.Hosts, ", ")+" if you grant it (it never sees the value)")
+	}
 	if len(caps) == 0 {
 		out = append(out, "touches nothing outside itself: no files, no network, no environment, no memory")
 	}
@@ -384,6 +388,43 @@ func Widened(prev, next runtime.Capabilities) []string {
 	}
 	if next.Memory && !prev.Memory {
 		out = append(out, "may now keep its own memory")
+	}
+	return out
+}
+
+// widenedCredentials lists, in plain words, the credentials next declares
+// that the installed manifest did not, or now to more hosts.
+func widenedCredentials(oldManifest string, next []runtime.Credential) []string {
+	var prev []runtime.Credential
+	if m, err := runtime.ParseManifest([]byte(oldManifest)); err == nil {
+		prev = m.Credentials
+	}
+	var out []string
+	for _, c := range next {
+		i := slices.IndexFunc(prev, func(p runtime.Credential) bool { return p.Name == c.Name })
+		if i < 0 {
+			out = append(out, "may now have buddy send the credential "+c.Name+" to "+strings.Join(c.Hosts, ", "))
+			continue
+		}
+		var wider []string
+		for _, h := range c.Hosts {
+			p, err := allow.Parse(h, allow.Manifest)
+			if err != nil {
+				continue
+			}
+			covered := false
+			for _, o := range prev[i].Hosts {
+				if q, err := allow.Parse(o, allow.Manifest); err == nil && allow.Within(p, q) {
+					covered = true
+				}
+			}
+			if !covered {
+				wider = append(wider, h)
+			}
+		}
+		if len(wider) > 0 {
+			out = append(out, "may now have buddy send the credential "+c.Name+" to "+strings.Join(wider, ", ")+" too")
+		}
 	}
 	return out
 }

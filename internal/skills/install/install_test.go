@@ -393,11 +393,17 @@ func TestUpgradeWidening(t *testing.T) {
 				"may now read the environment variables HOME",
 				"may now keep its own memory",
 			}},
+		{"adds a credential", "network", base + "[credentials.github]\nhosts = [\"api.github.com\"]\n",
+			[]string{"may now have buddy send the credential github to api.github.com"}},
+		{"sends a credential to more hosts", "network", "\n[capabilities]\nfiles_read = true\nnetwork = [\"*.github.com\"]\nenv = [\"LANG\"]\n[credentials.github]\nhosts = [\"*.github.com\"]\n",
+			[]string{"may now GET https://*.github.com (any subdomain of github.com) if you allow it",
+				"may now have buddy send the credential github to *.github.com too"}},
 		{"becomes read_only: runs without asking", "read_only", "\n[capabilities]\nfiles_read = true\nenv = [\"LANG\"]\n",
 			[]string{"may now run without asking: its permission changes from network to read_only"}},
 	}
 	// v1's capabilities, when not base.
-	from := map[string]string{"adds network": "\n[capabilities]\nfiles_read = true\nenv = [\"LANG\"]\n"}
+	from := map[string]string{"adds network": "\n[capabilities]\nfiles_read = true\nenv = [\"LANG\"]\n",
+		"sends a credential to more hosts": base + "[credentials.github]\nhosts = [\"api.github.com\"]\n"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			setup := func(t *testing.T) (*env, *install.Result, string) {
