@@ -84,6 +84,10 @@ type Deps struct {
 	// memories, logs), and a request carrying one where it is not granted
 	// is refused. nil = no secret store.
 	Secrets Secrets
+	// PrivateFiles are files no file host function reads or replaces,
+	// whatever directory is granted: buddy's secret store and its key
+	// (secrets.Store.Files).
+	PrivateFiles []string
 }
 
 // Secrets is what host functions need of buddy's secret store
@@ -213,13 +217,13 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 	}()
 	s.add(FnLog, hostLog, []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil)
 	if len(g.Read) > 0 {
-		if s.read, err = fs.Open(g.Read, fs.Options{MaxReadBytes: g.MaxReadBytes}); err != nil {
+		if s.read, err = fs.Open(g.Read, fs.Options{MaxReadBytes: g.MaxReadBytes, Private: d.PrivateFiles}); err != nil {
 			return nil, fmt.Errorf("read grant: %w", err)
 		}
 		s.add(FnFSRead, s.fsRead, ptrs(1), ptrs(1))
 	}
 	if len(g.Write) > 0 {
-		if s.write, err = fs.Open(g.Write, fs.Options{MaxWriteBytes: g.MaxWriteBytes}); err != nil {
+		if s.write, err = fs.Open(g.Write, fs.Options{MaxWriteBytes: g.MaxWriteBytes, Private: d.PrivateFiles}); err != nil {
 			return nil, fmt.Errorf("write grant: %w", err)
 		}
 		s.maxWrite = g.MaxWriteBytes

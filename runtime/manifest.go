@@ -414,11 +414,13 @@ func parseCredentials(in map[string]credentialFile, network []string, fail func(
 }
 
 // reservedHeaders are headers a credential may not be sent in: they frame
-// the request or the connection, or belong to a proxy.
+// the request or the connection, decide how the answer is decoded, or
+// describe the body (and so do every Proxy-* header). hostfns/http refuses
+// the framing ones too, so that a manifest accepted here always links.
 var reservedHeaders = map[string]bool{
 	"host": true, "content-length": true, "transfer-encoding": true, "connection": true, "keep-alive": true,
 	"upgrade": true, "te": true, "trailer": true, "proxy-authorization": true, "proxy-connection": true,
-	"expect": true, "content-type": true, "content-encoding": true, "cookie": true,
+	"expect": true, "accept-encoding": true, "content-type": true, "content-encoding": true, "cookie": true,
 }
 
 // ParamProblem says why name cannot carry a credential sent as as
@@ -435,7 +437,7 @@ func ParamProblem(as, name string) string {
 				return "is not an HTTP header name"
 			}
 		}
-		if reservedHeaders[strings.ToLower(name)] {
+		if lower := strings.ToLower(name); reservedHeaders[lower] || strings.HasPrefix(lower, "proxy-") {
 			return "is a header buddy sets itself"
 		}
 	case CredentialQuery:

@@ -72,6 +72,8 @@ func TestManifestCredentialsInvalid(t *testing.T) {
 		{"query without name", "[credentials.github]\nhosts = [\"api.github.com\"]\nas = \"query\"\n", []fieldWant{{"credentials.github.name", 9, "required for as = \"query\""}}},
 		{"bearer with a name", "[credentials.github]\nhosts = [\"api.github.com\"]\nname = \"X\"\n", []fieldWant{{"credentials.github.name", 11, "only for as"}}},
 		{"a header buddy sets", "[credentials.github]\nhosts = [\"api.github.com\"]\nas = \"header\"\nname = \"Host\"\n", []fieldWant{{"credentials.github.name", 12, "buddy sets itself"}}},
+		{"Accept-Encoding", "[credentials.github]\nhosts = [\"api.github.com\"]\nas = \"header\"\nname = \"accept-encoding\"\n", []fieldWant{{"credentials.github.name", 12, "buddy sets itself"}}},
+		{"a Proxy- header", "[credentials.github]\nhosts = [\"api.github.com\"]\nas = \"header\"\nname = \"Proxy-Token\"\n", []fieldWant{{"credentials.github.name", 12, "buddy sets itself"}}},
 		{"a header name with a space", "[credentials.github]\nhosts = [\"api.github.com\"]\nas = \"header\"\nname = \"X Key\"\n", []fieldWant{{"credentials.github.name", 12, "not an HTTP header name"}}},
 		{"a query name with &", "[credentials.github]\nhosts = [\"api.github.com\"]\nas = \"query\"\nname = \"a&b=c\"\n", []fieldWant{{"credentials.github.name", 12, "not a plain query parameter"}}},
 		{"a bad secret name", "[credentials.\"1x\"]\nhosts = [\"api.github.com\"]\n", []fieldWant{{"credentials.1x", 9, "not a secret name"}}},

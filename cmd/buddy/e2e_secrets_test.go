@@ -164,6 +164,35 @@ func TestSecretCommands(t *testing.T) {
 	}
 }
 
+// TestSecretStoreOutOfReach: a directory granted to the file skills that
+// holds buddy's data directory does not hand out the secret store or its
+// key, nor let a skill replace them; the files beside them are granted
+// like any other.
+func TestSecretStoreOutOfReach(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	cfg := write(t, filepath.Join(s.dir, "buddy.toml"), "[skills.read_file]\nallowed_directories = ["+q(s.dataHome)+"]\n"+
+		"[skills.write_file]\nallowed_directories = ["+q(s.dataHome)+"]\napproval = \"trust\"\n")
+	s.do(t, job{args: []string{"secret", "set", "github", "--config", cfg}, stdin: ghToken}).ok(t)
+	key, _ := os.ReadFile(filepath.Join(s.dataDir(), "secrets.key"))
+	for _, f := range []string{"secrets.key", "secrets.enc"} {
+		r := s.run(t, "skill", "run", "read_file", "--input", `{"path":"buddy/`+f+`"}`, "--config", cfg)
+		d := r.fails(t, errs.KindForbidden)
+		if !strings.Contains(d, "private files") || strings.Contains(r.stdout+r.stderr, strings.TrimSpace(string(key))) {
+			t.Errorf("read_file %s: %s", f, r)
+		}
+		s.run(t, "skill", "run", "write_file", "--input", `{"path":"buddy/`+f+`","content":"planted"}`, "--config", cfg).fails(t, errs.KindForbidden)
+	}
+	if got, _ := os.ReadFile(filepath.Join(s.dataDir(), "secrets.key")); string(got) != string(key) {
+		t.Error("the key was replaced")
+	}
+	list := s.run(t, "secret", "list", "--json", "--config", cfg).ok(t)
+	if !strings.Contains(list, `"name": "github"`) && !strings.Contains(list, `"name":"github"`) {
+		t.Errorf("the store after the attempts: %s", list)
+	}
+	s.run(t, "skill", "run", "write_file", "--input", `{"path":"beside.txt","content":"ok"}`, "--config", cfg).ok(t)
+}
+
 // echoServer answers everything it received, Authorization raw and
 // encoded, and redirects /to-other to the other host; it records the
 // Authorization of every request.

@@ -254,7 +254,7 @@ func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*skills.Regi
 		Runtime: e.rt,
 		Config:  cfg,
 		Store:   e.st,
-		Deps:    hostfns.Deps{KV: e.st, Memories: e.st, Secrets: e.secrets, Jobs: e.jobsDep()},
+		Deps:    hostfns.Deps{KV: e.st, Memories: e.st, Secrets: e.secrets, PrivateFiles: e.secrets.Files(), Jobs: e.jobsDep()},
 	})
 }
 

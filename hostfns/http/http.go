@@ -77,7 +77,11 @@
 // skill declared and the operator granted for some hosts. Do and Get add
 // each to a request after its checks, and only when the request goes to one
 // of its hosts on the first hop's host and port: a redirect elsewhere drops
-// it. The value is read from the store for that request and cleared after.
+// it. Over http, a hop that carries a credential is dialled only to a
+// loopback address, on a connection of its own: anywhere else the value
+// would cross the network in clear text, so the hop is refused
+// (errs.ErrForbidden, naming the credential) before any connection. The
+// value is read from the store for that request and cleared after.
 // Before every hop, the URL (also percent-decoded), the headers and the
 // body are searched for every secret in the store, raw or encoded (base64,
 // base64url, hex, URL escaping: see package secrets); a secret found where
@@ -206,9 +210,12 @@ type Fetcher struct {
 	tlsConfig    *tls.Config
 	dial         dialFunc
 	transport    *nethttp.Transport
-	maxRequest   int64
-	credentials  []Credential
-	secrets      Secrets
+	// plain sends the hops that carry a credential over http: it keeps no
+	// connection, so that each is dialled, and checked, for that hop.
+	plain       *nethttp.Transport
+	maxRequest  int64
+	credentials []Credential
+	secrets     Secrets
 }
 
 // New validates p and returns a Fetcher for it. An entry that did not come
@@ -285,11 +292,20 @@ func New(p Policy, opts ...Option) (*Fetcher, error) {
 		MaxIdleConnsPerHost:    4,
 		IdleConnTimeout:        90 * time.Second,
 	}
+	f.plain = &nethttp.Transport{
+		Proxy:                  nil,
+		DialContext:            f.dialContext,
+		MaxResponseHeaderBytes: MaxHeaderBytes,
+		DisableKeepAlives:      true,
+	}
 	return f, nil
 }
 
 // CloseIdleConnections closes the connections kept for reuse.
-func (f *Fetcher) CloseIdleConnections() { f.transport.CloseIdleConnections() }
+func (f *Fetcher) CloseIdleConnections() {
+	f.transport.CloseIdleConnections()
+	f.plain.CloseIdleConnections()
+}
 
 // Response is a fetched page.
 type Response struct {
@@ -411,8 +427,16 @@ func (f *Fetcher) roundTrip(ctx context.Context, h hop, creds *credentials) (*ne
 	} else if h.method != nethttp.MethodGet && h.method != nethttp.MethodHead && h.method != nethttp.MethodOptions {
 		req.Body = nethttp.NoBody
 	}
-	if err := creds.apply(ctx, h, req); err != nil {
+	names, err := creds.apply(ctx, h, req)
+	if err != nil {
 		return nil, err
+	}
+	if len(names) > 0 && h.u.Scheme == "http" {
+		// A credential in clear text is for this machine only: the
+		// dialler refuses any address but loopback, on a connection of
+		// this hop's own.
+		req = req.WithContext(context.WithValue(req.Context(), plainKey{}, names))
+		return f.plain.RoundTrip(req)
 	}
 	return f.transport.RoundTrip(req)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	nethttp "net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -30,6 +31,23 @@ const (
 
 // Methods a Request may use.
 var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+// Methods are the HTTP methods a Request may use.
+func Methods() []string { return slices.Clone(methods) }
+
+// RequestsInWords says what a Request may be, for the descriptions of a
+// network grant: "GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, with a
+// body of up to 1 MiB".
+func RequestsInWords() string {
+	size := fmt.Sprintf("%d bytes", DefaultMaxRequestBytes)
+	switch {
+	case DefaultMaxRequestBytes%(1<<20) == 0:
+		size = fmt.Sprintf("%d MiB", DefaultMaxRequestBytes>>20)
+	case DefaultMaxRequestBytes%(1<<10) == 0:
+		size = fmt.Sprintf("%d KiB", DefaultMaxRequestBytes>>10)
+	}
+	return strings.Join(methods[:len(methods)-1], ", ") + " or " + methods[len(methods)-1] + ", with a body of up to " + size
+}
 
 // refusedHeaders frame the request or the connection, or decide how the
 // body is decoded and capped: the Fetcher sets them, a caller may not.
@@ -122,7 +140,7 @@ func checkCredentials(cs []Credential) []error {
 		switch c.As {
 		case "bearer", "basic":
 		case "header":
-			if !validHeaderName(c.Param) || refusedHeaders[nethttp.CanonicalHeaderKey(c.Param)] {
+			if ck := nethttp.CanonicalHeaderKey(c.Param); !validHeaderName(c.Param) || refusedHeaders[ck] || strings.HasPrefix(ck, "Proxy-") {
 				bad("header %q cannot carry it", c.Param)
 			}
 		case "query":
@@ -288,14 +306,17 @@ func portOf(u *url.URL) uint16 {
 	return defaultPort(u.Scheme)
 }
 
-// apply adds the credentials to the request about to be sent to h.u; the
-// caller's own value of a header a credential sets is replaced.
-func (c *credentials) apply(ctx context.Context, h hop, req *nethttp.Request) error {
+// apply adds the credentials to the request about to be sent to h.u, and
+// returns their names; the caller's own value of a header a credential
+// sets is replaced.
+func (c *credentials) apply(ctx context.Context, h hop, req *nethttp.Request) ([]string, error) {
+	var names []string
 	for _, cr := range c.forHop(h.u) {
 		v, err := c.value(ctx, cr.Name)
 		if err != nil {
-			return &Error{Kind: kindOf(err), URL: displayURL(h.u), Reason: fmt.Sprintf("credential %q: %s", cr.Name, reasonOf(err))}
+			return nil, &Error{Kind: kindOf(err), URL: displayURL(h.u), Reason: fmt.Sprintf("credential %q: %s", cr.Name, reasonOf(err))}
 		}
+		names = append(names, cr.Name)
 		switch cr.As {
 		case "bearer":
 			req.Header.Set("Authorization", "Bearer "+string(v))
@@ -308,7 +329,26 @@ func (c *credentials) apply(ctx context.Context, h hop, req *nethttp.Request) er
 		}
 		reportCredential(ctx, cr.Name)
 	}
-	return nil
+	return names, nil
+}
+
+// plainKey marks the dial of a hop that carries credentials over http: the
+// names of those credentials.
+type plainKey struct{}
+
+// plainRefusal says why addr may not be sent the credentials of a hop over
+// http, "" when it may: only a loopback address may, since anything on
+// the path to another one reads a request in clear text.
+func plainRefusal(ctx context.Context, addr netip.Addr) string {
+	names, ok := ctx.Value(plainKey{}).([]string)
+	if !ok || addr.Unmap().IsLoopback() {
+		return ""
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	return fmt.Sprintf("the credential %s would go in clear text (http) to %s, which is not this machine: use https", strings.Join(quoted, ", "), addr)
 }
 
 // withParam returns raw with name=value as its one parameter of that name.

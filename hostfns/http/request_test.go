@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
 	nethttp "net/http"
 	"net/url"
 	"slices"
@@ -370,10 +371,59 @@ func TestNewNeedsSecretsForCredentials(t *testing.T) {
 	for _, bad := range []Credential{
 		{Name: "github", Hosts: hosts, As: "cookie"},
 		{Name: "github", Hosts: hosts, As: "header", Param: "Host"},
+		{Name: "github", Hosts: hosts, As: "header", Param: "accept-encoding"},
+		{Name: "github", Hosts: hosts, As: "header", Param: "Proxy-Token"},
 		{Name: "github", Hosts: nil, As: "bearer"},
 		{Name: "bad name", Hosts: hosts, As: "bearer"},
 	} {
 		_, err := New(Policy{Domains: operator("api.github.com"), Credentials: []Credential{bad}}, WithSecrets(newSecrets()))
 		wantKind(t, err, errs.ErrConfig)
+	}
+}
+
+// TestCredentialInClearTextOnlyToLoopback: a hop over http that carries a
+// credential is dialled only to a loopback address; anywhere else it would
+// cross the network in clear text, so it is refused before any connection,
+// naming the credential. Over https, and over http without a credential,
+// the same hosts are reached.
+func TestCredentialInClearTextOnlyToLoopback(t *testing.T) {
+	plain := startServer(t, false, echo)
+	secure := startServer(t, true, echo)
+	trust := secure.Client().Transport.(*nethttp.Transport).TLSClientConfig
+	res := newMapResolver(map[string][]string{"api.github.com": {"10.1.2.3"}, "plain.test": {"10.1.2.3"}, "example.com": {"10.1.2.4"}})
+	domains := operator("api.github.com", "plain.test", "example.com")
+	hosts := allow.Intersect([]string{"api.github.com", "example.com"}, []string{"api.github.com", "example.com"})
+	f := newFetcher(t, Policy{Domains: domains, Credentials: []Credential{{Name: "github", Hosts: hosts, As: "bearer"}}},
+		WithResolver(res), WithSecrets(newSecrets()), WithTLSConfig(trust))
+	var mu sync.Mutex
+	var dialled []string
+	f.dial = func(ctx context.Context, _ *net.Dialer, network, address string) (net.Conn, error) {
+		mu.Lock()
+		dialled = append(dialled, address)
+		mu.Unlock()
+		to := plain.Listener.Addr().String()
+		if strings.HasPrefix(address, "10.1.2.4:") {
+			to = secure.Listener.Addr().String()
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, to)
+	}
+
+	resp, err := f.Get(t.Context(), "http://api.github.com:"+plain.port()+"/")
+	noToken(t, "http", resp, err)
+	wantKind(t, err, errs.ErrForbidden)
+	if !strings.Contains(err.Error(), `credential "github" would go in clear text`) || len(dialled) != 0 || plain.hits.Load() != 0 {
+		t.Fatalf("http with the credential to 10.1.2.3: %v; dialled %v, %d hits", err, dialled, plain.hits.Load())
+	}
+
+	resp, err = f.Get(t.Context(), "http://plain.test:"+plain.port()+"/")
+	if err != nil || resp.Status != 201 || plain.requests()[0].Header.Get("Authorization") != "" {
+		t.Fatalf("http without a credential: %v %+v", err, resp)
+	}
+
+	resp, err = f.Do(t.Context(), Request{Method: "POST", URL: "https://example.com:" + secure.port() + "/x", Body: []byte("hi")})
+	noToken(t, "https", resp, err)
+	if err != nil || secure.requests()[0].Header.Get("Authorization") != "Bearer "+ghToken {
+		t.Fatalf("https with the credential: %v; Authorization %q", err, secure.requests()[0].Header.Get("Authorization"))
 	}
 }

@@ -109,6 +109,11 @@ func (s *Store) Dir() string { return s.dir }
 // Path is the store file.
 func (s *Store) Path() string { return s.path }
 
+// Files are the store's files, existing or not: the store, its key and its
+// lock. Whoever reads the first two has every secret; no skill may touch
+// them (hostfns.Deps.PrivateFiles).
+func (s *Store) Files() []string { return []string{s.path, s.keyPath, s.lockPath} }
+
 // Set stores value under name, replacing any value it had. A value must be
 // MinValueBytes to MaxValueBytes of text without control characters (it is
 // sent in HTTP headers and URLs); the first Set creates the key file.

@@ -13,6 +13,7 @@ import (
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/hostfns/allow"
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/runtime"
@@ -350,7 +351,10 @@ func Touches(g hostfns.Grants) []string {
 		out = append(out, "write files in "+d)
 	}
 	for _, d := range g.Domains {
-		out = append(out, "GET http(s) URLs on "+d.String())
+		out = append(out, "send HTTP requests to "+d.String())
+	}
+	if len(g.Domains) > 0 {
+		out = append(out, NetworkMethods)
 	}
 	if len(g.Env) > 0 {
 		env := append([]string(nil), g.Env...)
@@ -368,6 +372,11 @@ func Touches(g hostfns.Grants) []string {
 	}
 	return out
 }
+
+// NetworkMethods says, in the words of Touches, what the requests of a
+// network grant may be: every network grant links http_request, whatever
+// the module imports.
+var NetworkMethods = "send requests of the methods " + buddyhttp.RequestsInWords()
 
 // credentialWay says how a credential is sent, in a few words.
 func credentialWay(as, param string) string {

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/buddy-run/buddy/hostfns/allow"
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/catalog"
+	"github.com/buddy-run/buddy/internal/secrets"
 	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/runtime"
 )
@@ -96,10 +98,45 @@ func TestCredentialsShown(t *testing.T) {
 	if !slices.ContainsFunc(with.Touches, func(s string) bool { return strings.Contains(s, "credential github (bearer) to api.github.com") }) {
 		t.Errorf("touches %q", with.Touches)
 	}
+	// A network grant links http_request: the approval says which methods
+	// and how large a body its requests may have, not "GET" alone.
+	for _, want := range []string{"send HTTP requests to api.github.com", "send requests of the methods GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, with a body of up to 1 MiB"} {
+		if !slices.Contains(without.Touches, want) {
+			t.Errorf("touches %q, want %q among them", without.Touches, want)
+		}
+	}
 	if len(without.Grant.Credentials) != 0 {
 		t.Errorf("not granted, yet shown: %+v", without.Grant.Credentials)
 	}
 	if with.Fingerprint() == without.Fingerprint() {
 		t.Error("granting a credential does not change the skill's fingerprint")
+	}
+}
+
+// TestCredentialParamsLink: a header or query parameter the manifest
+// accepts for a credential is one the fetcher accepts too, so that a
+// skill.toml that installs also links; and the headers the fetcher
+// refuses are refused at install already.
+func TestCredentialParamsLink(t *testing.T) {
+	hosts := allow.Intersect([]string{"api.github.com"}, []string{"api.github.com"})
+	store, err := secrets.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ as, name string }{
+		{"header", "X-Api-Key"}, {"header", "Authorization"}, {"header", "PRIVATE-TOKEN"},
+		{"header", "Host"}, {"header", "content-length"}, {"header", "Transfer-Encoding"}, {"header", "Connection"},
+		{"header", "Keep-Alive"}, {"header", "Upgrade"}, {"header", "TE"}, {"header", "Trailer"},
+		{"header", "Proxy-Authorization"}, {"header", "Proxy-Connection"}, {"header", "Proxy-X"}, {"header", "Expect"},
+		{"header", "Accept-Encoding"}, {"header", "Cookie"}, {"header", "Content-Type"},
+		{"query", "api_key"}, {"query", "key[]"}, {"query", "a&b"}, {"query", "a=b"}, {"query", "a b"}, {"query", "a%20"},
+	} {
+		manifestOK := runtime.ParamProblem(c.as, c.name) == ""
+		_, err := buddyhttp.New(buddyhttp.Policy{Domains: hosts,
+			Credentials: []buddyhttp.Credential{{Name: "github", Hosts: hosts, As: c.as, Param: c.name}}},
+			buddyhttp.WithSecrets(store))
+		if manifestOK && err != nil {
+			t.Errorf("%s %q: skill.toml accepts it, the fetcher refuses it: %v", c.as, c.name, err)
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns/allow"
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/internal/store"
@@ -330,6 +331,9 @@ func capLines(c runtime.Capabilities) []string {
 	for _, d := range c.Network {
 		out = append(out, "may "+describeDomain(d))
 	}
+	if len(c.Network) > 0 {
+		out = append(out, networkMethods)
+	}
 	if len(c.Env) > 0 {
 		out = append(out, "may read the environment variables "+strings.Join(c.Env, ", ")+" if you grant them")
 	}
@@ -339,18 +343,25 @@ func capLines(c runtime.Capabilities) []string {
 	return out
 }
 
+// describeDomain says what a declared network pattern lets a skill do.
+// Every network grant links http_request as well as http_get, so the words
+// name requests of any method, not only GETs.
 func describeDomain(d string) string {
 	p, err := allow.Parse(d, allow.Manifest)
 	switch {
 	case err != nil:
-		return "GET " + d
+		return "send HTTP requests to " + d
 	case p.Any():
-		return "GET any domain you allow"
+		return "send HTTP requests to any domain you allow"
 	case p.Wildcard():
-		return "GET https://*." + p.Host() + " (any subdomain of " + p.Host() + ") if you allow it"
+		return "send HTTP requests to *." + p.Host() + " (any subdomain of " + p.Host() + ") if you allow it"
 	}
-	return "GET https://" + p.String() + " if you allow it"
+	return "send HTTP requests to " + p.String() + " if you allow it"
 }
+
+// networkMethods is the line Describe adds for a skill that declares the
+// network: what its requests may be.
+var networkMethods = "its HTTP requests may be " + buddyhttp.RequestsInWords()
 
 // Widened lists, in plain words, what next may do that prev could not.
 func Widened(prev, next runtime.Capabilities) []string {
