@@ -165,10 +165,11 @@ func BenchmarkFuelOverhead(b *testing.B) {
 //     by call; reports buddy/floor and naive/buddy (ratios of medians), and
 //     read_file of 4 KiB against the echo (readfile/echo), and the same read
 //     by the host function's own code outside the sandbox (nativeread-µs):
-//     (echo+nativeread)/echo is the least readfile/echo could be. The echo and
-//     read_file swap places every iteration (one before the naive call, one
-//     after it), so that neither always follows naive go-sdk's 1.2 MiB of
-//     garbage;
+//     readfile/(echo+nativeread) is what the sandbox adds to a read; and a
+//     built-in's trivial call (testdata/skillkit_noop.wasm: TinyGo through
+//     skillkit, the built-ins' target) against the echo (tinygo/echo). The
+//     calls swap places every iteration (before the naive call, after it),
+//     so that none always follows naive go-sdk's 1.2 MiB of garbage;
 //   - native: a Go JSON echo doing the same work.
 func BenchmarkCallLatency(b *testing.B) {
 	ctx := context.Background()
@@ -285,6 +286,11 @@ func BenchmarkCallLatency(b *testing.B) {
 		defer cp.Close(ctx)
 		f := newFloor(b, ctx)
 		rf, rfInput, rfDir := loadReadFile(b, rt)
+		noop, err := rt.Load(ctx, benchFixture(b, "skillkit_noop.wasm"), Spec{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		noopInput, noopOutput := []byte(`{"path":"notes/today.txt"}`), []byte(`{"path":"notes/today.txt"}`)
 		roots, err := fs.Open([]string{rfDir}, fs.Options{})
 		if err != nil {
 			b.Fatal(err)
@@ -292,7 +298,8 @@ func BenchmarkCallLatency(b *testing.B) {
 		defer roots.Close()
 		mod.refill()
 		rf.refill()
-		var floor, buddy, naive, readFile, native []time.Duration
+		noop.refill()
+		var floor, buddy, naive, readFile, native, tinygo []time.Duration
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
@@ -329,6 +336,18 @@ func BenchmarkCallLatency(b *testing.B) {
 				rf.calls.Wait()
 				waitReady(rf)
 			}
+			// A built-in's trivial call (TinyGo, skillkit), likewise.
+			tinygoCall := func() {
+				waitReady(noop)
+				start := time.Now()
+				res, err := noop.Call(ctx, noopInput)
+				tinygo = append(tinygo, time.Since(start))
+				if err != nil || !bytes.Equal(res.Output, noopOutput) {
+					b.Fatal(err)
+				}
+				noop.calls.Wait()
+				waitReady(noop)
+			}
 			naiveCall := func() {
 				start := time.Now()
 				p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
@@ -354,6 +373,7 @@ func BenchmarkCallLatency(b *testing.B) {
 			}
 			if i%2 == 0 {
 				echo()
+				tinygoCall()
 				naiveCall()
 				read()
 				nativeRead()
@@ -361,10 +381,11 @@ func BenchmarkCallLatency(b *testing.B) {
 				nativeRead()
 				read()
 				naiveCall()
+				tinygoCall()
 				echo()
 			}
 		}
-		fl, bu, na, rd, nr := median(floor), median(buddy), median(naive), median(readFile), median(native)
+		fl, bu, na, rd, nr, tg := median(floor), median(buddy), median(naive), median(readFile), median(native), median(tinygo)
 		b.ReportMetric(float64(fl.Nanoseconds())/1e3, "floor-µs")
 		b.ReportMetric(float64(bu.Nanoseconds())/1e3, "buddy-µs")
 		b.ReportMetric(float64(na.Nanoseconds())/1e3, "naive-µs")
@@ -374,6 +395,9 @@ func BenchmarkCallLatency(b *testing.B) {
 		b.ReportMetric(float64(rd)/float64(bu), "readfile/echo")
 		b.ReportMetric(float64(nr.Nanoseconds())/1e3, "nativeread-µs")
 		b.ReportMetric(float64(bu+nr)/float64(bu), "(echo+nativeread)/echo")
+		b.ReportMetric(float64(rd)/float64(bu+nr), "readfile/(echo+nativeread)")
+		b.ReportMetric(float64(tg.Nanoseconds())/1e3, "tinygo-µs")
+		b.ReportMetric(float64(tg)/float64(bu), "tinygo/echo")
 	})
 	b.Run("native", func(b *testing.B) {
 		b.ReportAllocs()

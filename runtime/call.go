@@ -31,6 +31,10 @@ type Module struct {
 	// inline: every host function linked is buddy's own, so calls run on
 	// the caller's goroutine (CallExport).
 	inline bool
+	// snap is the module's initialised state, restored into every fresh
+	// instance (snapshot.go); nil when there is none, with snapWhy saying why.
+	snap    *snapshot
+	snapWhy string
 
 	ready     chan *instance // fresh, never-called instances
 	filling   atomic.Bool
@@ -107,14 +111,19 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 	job := func(inline bool) {
 		defer release()
 		defer cancel()
-		inst, err := m.instance(ctx)
+		inst, err := m.instance(ctx, fn)
 		if err != nil {
 			done <- outcome{err: err}
 			return
 		}
 		inst.rand.st = st // random_get checks this call's deadline as it fills
 		defer inst.close(context.WithoutCancel(ctx), st)
-		if m.info.info.HasStart {
+		if inst.restored {
+			// The instance starts where the initialiser (and start function)
+			// left it, in the snapshot; their fuel is charged as if they had
+			// run here, so that fuel does not depend on the snapshot.
+			st.extra += m.snap.fuel
+		} else if m.info.info.HasStart {
 			// The module's start section, run where wazero would have run it
 			// (at instantiation) but under this call's limits; like go-sdk's
 			// call sequence, inst.call runs the guest's initializer first.
@@ -191,16 +200,25 @@ type instance struct {
 	init        api.Function // the guest runtime's initializer, or nil
 	hsInit      api.Function // Haskell's hs_init, or nil
 	initialized bool
+	// restored: the instance was brought to the module's snapshot, so its
+	// initializer and start function have (in effect) run.
+	restored bool
 }
 
-// instance returns a fresh instance: a prepared one if any, else a new one.
-func (m *Module) instance(ctx context.Context) (*instance, error) {
+// instance returns a fresh instance for a call of fn: a prepared one if any,
+// else a new one. A call of the initializer itself (or of a command's
+// _start, which runs it) gets an instance that was not restored from the
+// snapshot: it runs on the module as instantiated, as without snapshots.
+func (m *Module) instance(ctx context.Context, fn string) (*instance, error) {
+	if m.snap != nil && (fn == "_start" || fn == "_initialize") {
+		return m.newInstance(ctx, false)
+	}
 	select {
 	case p := <-m.ready:
 		return p, nil
 	default:
 	}
-	return m.newInstance(ctx)
+	return m.newInstance(ctx, true)
 }
 
 // instanceConfig is every instance's module configuration but its random
@@ -208,7 +226,9 @@ func (m *Module) instance(ctx context.Context) (*instance, error) {
 // A ModuleConfig is immutable (each With* returns a copy), so one serves all.
 var instanceConfig = wazero.NewModuleConfig().WithName("").WithStartFunctions()
 
-func (m *Module) newInstance(ctx context.Context) (*instance, error) {
+// newInstance instantiates the module; with restore (and a snapshot), it
+// then brings the instance to the snapshot's state.
+func (m *Module) newInstance(ctx context.Context, restore bool) (*instance, error) {
 	rand := &xorshiftReader{state: 0x9E3779B97F4A7C15}
 	// No filesystem, no env, no args, no stdin/stdout/stderr, fake clocks and
 	// a deterministic random source: WASI gives a guest nothing of the host.
@@ -227,6 +247,13 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		return nil, &TrapError{Reason: "instantiating: " + firstLine(err.Error())}
 	}
 	inst := &instance{mod: mod, rand: rand}
+	if restore && m.snap != nil {
+		if err := m.snap.restore(mod); err != nil {
+			_ = mod.Close(ctx)
+			return nil, &TrapError{Reason: "restoring the snapshot: " + err.Error()}
+		}
+		inst.restored, inst.initialized = true, true
+	}
 	if name := m.manifest.Entrypoint; name != "" {
 		inst.entry = mod.ExportedFunction(name)
 	}
@@ -283,6 +310,10 @@ func (inst *instance) call(ctx context.Context, st *callState, fn string, input 
 			return 1, nil, &initError{err}
 		}
 		inst.initialized = true
+		// The initializer settled its fuel: whether the export returns is
+		// its own to say (as on a restored instance, where no initializer
+		// ran).
+		st.settled = false
 	}
 
 	var stack [1]uint64
@@ -391,7 +422,7 @@ func (m *Module) refill() {
 		defer r.wg.Done()
 		defer m.filling.Store(false)
 		for len(m.ready) < cap(m.ready) && !m.closed.Load() {
-			p, err := m.newInstance(r.ctx)
+			p, err := m.newInstance(r.ctx, true)
 			if err != nil {
 				return
 			}
@@ -472,9 +503,13 @@ type callState struct {
 	// go-sdk is the guest's own message (a reactor's _initialize settles
 	// too, before the export runs).
 	errorSet bool
-	k        kernel   // the call's Extism kernel memory (kernel.go)
-	vars     varStore // Extism vars: this call's only
-	failure  error    // the first error the runtime ended the call with
+	// snapshotting: the call state of a snapshot attempt, in which no import
+	// may be called; impure names the first that was.
+	snapshotting bool
+	impure       string
+	k            kernel   // the call's Extism kernel memory (kernel.go)
+	vars         varStore // Extism vars: this call's only
+	failure      error    // the first error the runtime ended the call with
 
 	logLines, logBytes, logDropped int
 }

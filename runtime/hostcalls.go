@@ -83,6 +83,7 @@ func (l hostCallListener) Before(ctx context.Context, mod api.Module, def api.Fu
 	if st == nil {
 		return // not inside a buddy call (nothing runs guest code outside one)
 	}
+	st.pure(def.ModuleName(), def.Name())
 	st.checkDeadline()
 	if l != nil {
 		st.Charge(l(ctx, st, mod, def.Name(), params))

@@ -197,34 +197,39 @@ func TestInitKeepsErrorKinds(t *testing.T) {
 }
 
 // TestHostcallsFixturesUpToDate: the committed .wasm files in
-// testdata/hostcalls are what their .wat sources build to (needs wat2wasm).
+// testdata/hostcalls and testdata/snapshot are what their .wat sources build
+// to (needs wat2wasm).
 func TestHostcallsFixturesUpToDate(t *testing.T) {
 	wat2wasm, err := exec.LookPath("wat2wasm")
 	if err != nil {
 		t.Skip("wat2wasm not installed (apt-get install wabt)")
 	}
-	srcs, err := filepath.Glob(filepath.Join("testdata", "hostcalls", "*.wat"))
-	if err != nil || len(srcs) == 0 {
-		t.Fatalf("no sources: %v", err)
-	}
-	dir := t.TempDir()
-	for _, src := range srcs {
-		name := strings.TrimSuffix(filepath.Base(src), ".wat") + ".wasm"
-		out := filepath.Join(dir, name)
-		if b, err := exec.CommandContext(t.Context(), wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
-			t.Fatalf("wat2wasm %s: %v\n%s", src, err, b)
-		}
-		want, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(filepath.Join("testdata", "hostcalls", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("testdata/hostcalls/%s is stale: run wat2wasm %s -o testdata/hostcalls/%s", name, filepath.Base(src), name)
-		}
+	for _, sub := range []string{"hostcalls", "snapshot"} {
+		t.Run(sub, func(t *testing.T) {
+			srcs, err := filepath.Glob(filepath.Join("testdata", sub, "*.wat"))
+			if err != nil || len(srcs) == 0 {
+				t.Fatalf("no sources: %v", err)
+			}
+			dir := t.TempDir()
+			for _, src := range srcs {
+				name := strings.TrimSuffix(filepath.Base(src), ".wat") + ".wasm"
+				out := filepath.Join(dir, name)
+				if b, err := exec.CommandContext(t.Context(), wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
+					t.Fatalf("wat2wasm %s: %v\n%s", src, err, b)
+				}
+				want, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := os.ReadFile(filepath.Join("testdata", sub, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("testdata/%s/%s is stale: run wat2wasm %s -o testdata/%s/%s", sub, name, filepath.Base(src), sub, name)
+				}
+			}
+		})
 	}
 }
 

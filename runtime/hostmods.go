@@ -32,7 +32,11 @@ func (m *Module) instantiateHost(ctx context.Context, rt wazero.Runtime, granted
 	for _, f := range granted {
 		body := f.Fn
 		funcs = append(funcs, hostFunc{ns: f.Namespace, name: f.Name, params: f.Params, results: f.Results,
-			fn: func(ctx context.Context, _ api.Module, stack []uint64) { body(ctx, &stateFrom(ctx).k, stack) }})
+			fn: func(ctx context.Context, _ api.Module, stack []uint64) {
+				st := stateFrom(ctx)
+				st.pure(f.Namespace, f.Name)
+				body(ctx, &st.k, stack)
+			}})
 	}
 	var order []string
 	byNS := map[string][]hostFunc{}
@@ -80,7 +84,9 @@ func (m *Module) kernelFunctions() []hostFunc {
 			ns = hostfns.KernelNamespace
 		}
 		return fn(ns, name, func(ctx context.Context, _ api.Module, stack []uint64) {
-			body(stateFrom(ctx), stack)
+			st := stateFrom(ctx)
+			st.pure(kernelNS, name)
+			body(st, stack)
 		}, s.params, s.results)
 	}
 	// get serves a kernel function that answers one of the kernel's offsets
@@ -102,7 +108,9 @@ func (m *Module) kernelFunctions() []hostFunc {
 			stateFrom(ctx).settle(int64(stack[0]))
 		}, []api.ValueType{i64}, nil),
 		fn(fuel.Module, fuel.OOMName, func(ctx context.Context, _ api.Module, _ []uint64) {
-			stateFrom(ctx).oom = true
+			st := stateFrom(ctx)
+			st.oom = true
+			st.pure(fuel.Module, fuel.OOMName) // an initialiser that hits the cap is not snapshotted
 		}, nil, nil),
 
 		k("alloc", func(st *callState, stack []uint64) {
@@ -239,6 +247,7 @@ func (m *Module) kernelFunctions() []hostFunc {
 	out = append(out,
 		fn(hostfns.Namespace, hostfns.FnKernelRead, func(ctx context.Context, mod api.Module, stack []uint64) {
 			st := stateFrom(ctx)
+			st.pure(hostfns.Namespace, hostfns.FnKernelRead)
 			src, dst, n := stack[0], api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
 			st.kernelCopy(n)
 			if n == 0 {
@@ -254,6 +263,7 @@ func (m *Module) kernelFunctions() []hostFunc {
 		}, guestCopySig.params, guestCopySig.results),
 		fn(hostfns.Namespace, hostfns.FnKernelWrite, func(ctx context.Context, mod api.Module, stack []uint64) {
 			st := stateFrom(ctx)
+			st.pure(hostfns.Namespace, hostfns.FnKernelWrite)
 			dst, src, n := stack[0], api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
 			st.kernelCopy(n)
 			b, ok := guestMemory(mod).Read(src, n)

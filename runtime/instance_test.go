@@ -40,7 +40,7 @@ func TestInstancePreparedAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer mod.Close(ctx)
-			inst, err := mod.newInstance(ctx)
+			inst, err := mod.newInstance(ctx, true)
 			if err != nil {
 				t.Fatal(err)
 			}

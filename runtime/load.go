@@ -436,7 +436,7 @@ const bulkByteShift = 3
 const startExport = "__buddy_start"
 
 var instrumentOptions = fuel.Options{ImportCost: importCost, Rename: renameKernel,
-	BulkByteShift: bulkByteShift, StartExport: startExport}
+	BulkByteShift: bulkByteShift, StartExport: startExport, GlobalExportPrefix: globalPrefix}
 
 // optionsFingerprint names the instrumentation options in the cache key, so
 // that changing what is renamed or charged never reuses old output.
@@ -450,7 +450,7 @@ var optionsFingerprint = func() string {
 	for _, n := range names {
 		fmt.Fprintf(h, "%s=%s,%d;", n, renameKernel(kernelNS, n), importCost(kernelNS, n))
 	}
-	fmt.Fprintf(h, "wasi=%d;bulk=%d;start=%s", importCost(wasiNS, "fd_write"), bulkByteShift, startExport)
+	fmt.Fprintf(h, "wasi=%d;bulk=%d;start=%s;globals=%s", importCost(wasiNS, "fd_write"), bulkByteShift, startExport, globalPrefix)
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
@@ -515,6 +515,58 @@ func readCached(path string) ([]byte, error) {
 func writeCached(path string, body []byte) {
 	sum := sha256.Sum256(body)
 	_ = osfile.WriteAtomic(path, slices.Concat(body, sum[:]), 0o600) // a cache: a failed write is a miss later
+}
+
+// Compile validates, meters and compiles a module into the runtime's caches
+// without linking it: what `skill install` does, so that the first Load of
+// the module (in a server, after a restart) reads native code from the cache
+// rather than compiling on a caller's clock. The module is refused as Load
+// would refuse its code (invalid, over a limit, not compilable); its imports
+// are Inspect's and Load's to check. Like Load, it returns as soon as ctx
+// ends. Without a CacheDir the result lasts as long as the Runtime.
+func (r *Runtime) Compile(ctx context.Context, wasm []byte, m *Manifest) error {
+	_, err := cancellable(ctx, func() (struct{}, error) { return struct{}{}, r.compile(ctx, wasm, m) }, func(struct{}) {})
+	return err
+}
+
+func (r *Runtime) compile(ctx context.Context, wasm []byte, m *Manifest) error {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%w: runtime is closed", ErrInternal)
+	}
+	if m == nil {
+		m = DefaultManifest("skill")
+	}
+	fi, err := inspect(wasm)
+	if err != nil {
+		return err
+	}
+	if err := checkMemory(fi, m); err != nil {
+		return err
+	}
+	code, err := r.instrumented(ctx, wasm)
+	if err != nil {
+		return err
+	}
+	// As Load compiles it (the listener factory is part of wazero's cache
+	// key), in a runtime of its own that links nothing.
+	cctx := withHostCallListeners(ctx)
+	rt := wazero.NewRuntimeWithConfig(cctx, r.runtimeConfig(m.Resources.MaxPages()))
+	defer rt.Close(context.WithoutCancel(ctx))
+	cm, err := rt.CompileModule(compileContext(cctx), code)
+	if err != nil {
+		return &ModuleError{Detail: "compiling", Err: err}
+	}
+	if r.opts.CacheDir != "" {
+		// The native code is on disk: the shared engine need not keep it
+		// in memory. (Without a directory it must, for Load to find it.)
+		return cm.Close(context.WithoutCancel(ctx))
+	}
+	return nil
 }
 
 // Spec says what to load.
@@ -620,6 +672,10 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 	}
 	mod.rt, mod.compiled = rt, cm
 	mod.inline = len(r.opts.ExtraHostFunctions) == 0
+	if mod.snap, mod.snapWhy, err = mod.takeSnapshot(cctx); err != nil {
+		rt.Close(ctx)
+		return nil, ctxError(ctx, m.Resources.Timeout)
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

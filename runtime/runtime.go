@@ -101,6 +101,10 @@ type Options struct {
 	// checked at every refuel. 0 = DefaultFuelChunk. Fuel counts do not depend
 	// on it.
 	FuelChunk int64
+	// NoSnapshots turns post-initialisation snapshots off: every call then
+	// runs its module's initialiser itself (for comparisons and tests; the
+	// results and fuel are the same either way).
+	NoSnapshots bool
 	// ExtraHostFunctions are linked into every module besides its grants: for
 	// embedders and tests. Their namespaces count as granted.
 	ExtraHostFunctions []hostfns.Func

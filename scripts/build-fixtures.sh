@@ -5,6 +5,7 @@
 #                                       # committed file that differs or is missing
 # Sources and outputs:
 #   tinygo/NAME/      -> NAME.wasm      TinyGo 0.41.1 (scripts/install-tinygo.sh), go-pdk v1.1.3
+#   skillkit/noop/    -> skillkit_noop.wasm  the same TinyGo, skillkit, the built-ins' target and flags
 #   assemblyscript/   -> as_plugin.wasm asc 0.28.20 + @extism/as-pdk 1.0.0, pinned by its
 #                                       package.json (scripts/install-guest-tools.sh as)
 #   name.wat          -> name.wasm      wat2wasm (wabt 1.0.32; npm wabt 1.0.39 gives the same bytes)
@@ -141,6 +142,13 @@ for dir in "$src"/tinygo/*/; do
     -target=wasip1 -buildmode=c-shared -no-debug .)
   built+=("$name.wasm")
 done
+
+# A built-in's trivial call: runtime/testdata/skillkit/noop/ built through
+# skillkit with the built-ins' own target and flags (scripts/build-builtins.sh)
+# -> skillkit_noop.wasm.
+(cd "$src/skillkit/noop" && GOWORK=off GOFLAGS=-mod=mod "$tinygo" build -o "$out/skillkit_noop.wasm" \
+  -target="$root/builtins-src/tinygo-target.json" -no-debug -gc=leaking -opt=2 .)
+built+=(skillkit_noop.wasm)
 
 # A plugin written with the AssemblyScript PDK: assemblyscript/plugin.ts ->
 # as_plugin.wasm, built the way the PDK documents (its runtime initialisation

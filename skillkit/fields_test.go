@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -11,14 +12,16 @@ import (
 // fieldsInput has one field of each kind Fielder supports, tagged as its
 // JSONFields list says.
 type fieldsInput struct {
-	S string  `json:"s"`
-	P *string `json:"p"`
-	N int     `json:"n"`
-	B bool    `json:"b"`
+	S string   `json:"s"`
+	P *string  `json:"p"`
+	N int      `json:"n"`
+	B bool     `json:"b"`
+	L []string `json:"l"`
 }
 
 func (in *fieldsInput) JSONFields() []Field {
-	return []Field{StringField("s", &in.S), StringPtrField("p", &in.P), IntField("n", &in.N), BoolField("b", &in.B)}
+	return []Field{StringField("s", &in.S), StringPtrField("p", &in.P), IntField("n", &in.N), BoolField("b", &in.B),
+		StringsField("l", &in.L)}
 }
 
 func ptr(s string) *string { return &s }
@@ -32,8 +35,8 @@ func TestEscapedStringAllocatesItsLength(t *testing.T) {
 	var v fieldsInput
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if !decodeFields(in, v.JSONFields()) {
-		t.Fatal("refused")
+	if err := decodeFields(in, v.JSONFields()); err != nil {
+		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
 	if v.S != `a\b.txt` || v.P == nil || len(*v.P) != len(content) {
@@ -44,84 +47,130 @@ func TestEscapedStringAllocatesItsLength(t *testing.T) {
 	}
 }
 
-func TestDecodeFields(t *testing.T) {
+// fieldsCases are inputs for decodeFields; want is the value when it is
+// accepted (nil: refused). Every case is also checked against encoding/json.
+var fieldsCases = func() []struct {
+	in   string
+	want *fieldsInput
+} {
 	long := strings.Repeat("0123456789abcdef", 300)
-	for _, tt := range []struct {
+	return []struct {
 		in   string
-		want *fieldsInput // nil: left to encoding/json
+		want *fieldsInput
 	}{
 		{`{}`, &fieldsInput{}},
 		{" \t\r\n{ \n}\n ", &fieldsInput{}},
-		{`{"s":"x","p":"y","n":-12,"b":true}`, &fieldsInput{S: "x", P: ptr("y"), N: -12, B: true}},
-		{`{ "b" : false , "n" : 0 , "p" : "" , "s" : "" }`, &fieldsInput{P: ptr("")}},
+		{`{"s":"x","p":"y","n":-12,"b":true,"l":["a",null,"c"]}`, &fieldsInput{S: "x", P: ptr("y"), N: -12, B: true, L: []string{"a", "", "c"}}},
+		{`{ "b" : false , "n" : 0 , "p" : "" , "s" : "" , "l" : [ ] }`, &fieldsInput{P: ptr(""), L: []string{}}},
 		{`{"n":-0}`, &fieldsInput{}},
 		{`{"n":123456789}`, &fieldsInput{N: 123456789}},
-		{`{"s":null,"p":null,"n":null,"b":null}`, &fieldsInput{}},
+		{`{"s":null,"p":null,"n":null,"b":null,"l":null}`, &fieldsInput{}},
 		{`{"s":"` + long + `"}`, &fieldsInput{S: long}},
+		{`null`, &fieldsInput{}},
 		// escapes and unicode
 		{`{"s":"a\"b\\c\/d\be\ff\ng\rh\ti"}`, &fieldsInput{S: "a\"b\\c/d\be\ff\ng\rh\ti"}},
 		{`{"s":"\u00e9\u20AC\u0000\ud83d\ude00"}`, &fieldsInput{S: "é€\x00😀"}},
 		{`{"s":"é€😀 \ufffd ` + "\uFFFD" + `"}`, &fieldsInput{S: "é€😀 \uFFFD \uFFFD"}},
 		{`{"s":"` + long + `\n` + long + `"}`, &fieldsInput{S: long + "\n" + long}},
 		{`{"s":"<&>\u2028"}`, &fieldsInput{S: "<&>\u2028"}},
-		// left to encoding/json: it accepts some, refuses the rest
-		{``, nil}, {` `, nil}, {`[]`, nil}, {`null`, nil}, {`"s"`, nil}, {`{`, nil}, {`{"s"}`, nil},
+		{"{\"s\":\"a\x7f\"}", &fieldsInput{S: "a\x7f"}},
+		// as encoding/json: lone surrogates and invalid UTF-8 become U+FFFD
+		{`{"s":"\ud800"}`, &fieldsInput{S: "\uFFFD"}},
+		{`{"s":"\udc00\ud800"}`, &fieldsInput{S: "\uFFFD\uFFFD"}},
+		{`{"s":"\ud83dx"}`, &fieldsInput{S: "\uFFFDx"}},
+		{`{"s":"\ud83d\u0041"}`, &fieldsInput{S: "\uFFFDA"}},
+		{`{"s":"\ud83d\ud83d\ude00"}`, &fieldsInput{S: "\uFFFD😀"}},
+		{"{\"s\":\"a\xff\"}", &fieldsInput{S: "a\uFFFD"}},
+		{"{\"s\":\"\xed\xa0\x80\"}", &fieldsInput{S: "\uFFFD\uFFFD\uFFFD"}},
+		{"{\"s\":\"\xe2\x82\"}", &fieldsInput{S: "\uFFFD\uFFFD"}},
+		// keys as encoding/json matches them
+		{`{"x":1,"y":{"a":[1,{"b":null}],"c":"}"},"s":"x"}`, &fieldsInput{S: "x"}}, // unknown keys
+		{`{"S":"x"}`, &fieldsInput{S: "x"}},                                        // another case
+		{`{"\u0073":"x"}`, &fieldsInput{S: "x"}},                                   // an escaped key
+		{`{"s":"x","s":"y"}`, &fieldsInput{S: "y"}},                                // repeated: the last
+		{`{"s":"x","s":null}`, &fieldsInput{S: "x"}},
+		{`{"p":"x","p":null}`, &fieldsInput{}},
+		{"{\"\u212a\":true}", &fieldsInput{}},        // the Kelvin sign folds to k: no field k
+		{"{\"\u017f\":\"x\"}", &fieldsInput{S: "x"}}, // the long s folds to s
+		// refused, by both
+		{``, nil}, {` `, nil}, {`[]`, nil}, {`"s"`, nil}, {`1`, nil}, {`true`, nil}, {`{`, nil}, {`{"s"}`, nil},
 		{`{"s":}`, nil}, {`{,}`, nil}, {`{"s":"x",}`, nil}, {`{"s":"x"}x`, nil}, {`{"s":"x"}}`, nil},
 		{`{}{}`, nil}, {"\xef\xbb\xbf{}", nil}, {`{'s':"x"}`, nil},
-		{`{"x":1}`, nil},                     // unknown key
-		{`{"S":"x"}`, nil},                   // another case
-		{`{"\u0073":"x"}`, nil},              // an escaped key
-		{`{"s":"x","s":"y"}`, nil},           // repeated
 		{`{"s":1}`, nil}, {`{"n":"1"}`, nil}, // wrong types
-		{`{"b":1}`, nil}, {`{"b":tru}`, nil}, //
-		{`{"b":truex}`, nil}, {`{"b":nul}`, nil}, //
+		{`{"b":1}`, nil}, {`{"b":tru}`, nil}, {`{"l":"a"}`, nil}, {`{"l":[1]}`, nil}, {`{"s":{}}`, nil},
+		{`{"b":truex}`, nil}, {`{"b":nul}`, nil}, {`{"x":[1,]}`, nil}, {`{"x":[1 2]}`, nil},
 		{`{"n":1.0}`, nil}, {`{"n":1e1}`, nil}, {`{"n":01}`, nil}, {`{"n":-}`, nil}, {`{"n":--1}`, nil},
-		{`{"n":+1}`, nil}, {`{"n":9223372036854775808}`, nil}, {`{"n":1234567890123456789}`, nil},
+		{`{"n":+1}`, nil}, {`{"n":9223372036854775808}`, nil}, {`{"n":1.}`, nil}, {`{"n":1e}`, nil},
+		{`{"n":.5}`, nil}, {`{"x":1.5e+}`, nil},
 		{`{"s":"\q"}`, nil}, {`{"s":"\u12"}`, nil}, {`{"s":"\u12g4"}`, nil}, {`{"s":"\`, nil},
-		{`{"s":"\ud800"}`, nil}, {`{"s":"\udc00\ud800"}`, nil}, {`{"s":"\ud83dx"}`, nil},
-		{`{"s":"\ud83d\u0041"}`, nil}, {`{"s":"\ud83d\ud83d"}`, nil},
-		{"{\"s\":\"a\x01\"}", nil}, {"{\"s\":\"a\xff\"}", nil}, {"{\"s\":\"\xed\xa0\x80\"}", nil},
-		{"{\"s\":\"a\x7f\"}", &fieldsInput{S: "a\x7f"}},
+		{"{\"s\":\"a\x01\"}", nil}, {"{\"s\":\"a\x1f\"}", nil},
 		{`{"s":"unterminated`, nil},
-	} {
+		{strings.Repeat("[", 10001) + strings.Repeat("]", 10001), nil}, // too deep
+	}
+}()
+
+func TestDecodeFields(t *testing.T) {
+	for _, tt := range fieldsCases {
 		var got fieldsInput
-		ok := decodeFields([]byte(tt.in), got.JSONFields())
-		if ok != (tt.want != nil) {
-			t.Errorf("decodeFields(%q) = %v", tt.in, ok)
+		err := decodeFields([]byte(tt.in), got.JSONFields())
+		if (err == nil) != (tt.want != nil) {
+			t.Errorf("decodeFields(%q) = %v", trunc(tt.in), err)
 			continue
 		}
-		if !ok {
-			if got != (fieldsInput{}) {
-				t.Errorf("decodeFields(%q) refused but wrote %+v", tt.in, got)
+		var std fieldsInput
+		stdErr := json.Unmarshal([]byte(tt.in), &std)
+		if (err == nil) != (stdErr == nil) {
+			t.Errorf("decodeFields(%q) = %v; encoding/json %v", trunc(tt.in), err, stdErr)
+		}
+		if err != nil {
+			if got.S != "" || got.P != nil || got.N != 0 || got.B || got.L != nil {
+				t.Errorf("decodeFields(%q) refused but wrote %+v", trunc(tt.in), got)
+			}
+			if KindOf(err) != KindInvalidInput || !strings.HasPrefix(err.Error(), "invalid_input: input is not valid JSON: ") {
+				t.Errorf("decodeFields(%q): %v, want an invalid_input error", trunc(tt.in), err)
 			}
 			continue
 		}
 		if !reflect.DeepEqual(&got, tt.want) {
-			t.Errorf("decodeFields(%q) = %+v, want %+v", tt.in, got, *tt.want)
+			t.Errorf("decodeFields(%q) = %+v, want %+v", trunc(tt.in), got, *tt.want)
 		}
-		var std fieldsInput
-		if err := json.Unmarshal([]byte(tt.in), &std); err != nil || !reflect.DeepEqual(got, std) {
-			t.Errorf("decodeFields(%q) = %+v; encoding/json: %+v, %v", tt.in, got, std, err)
+		if !reflect.DeepEqual(got, std) {
+			t.Errorf("decodeFields(%q) = %+v; encoding/json: %+v", trunc(tt.in), got, std)
 		}
 	}
 }
 
+func trunc(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
+
 func TestDecodeFieldsIntRange(t *testing.T) {
-	var n int
-	for _, s := range []string{"2147483647", "-2147483648", "999999999999999999", "-999999999999999999"} {
+	for _, s := range []string{"0", "-0", "7", "-7", "10", "2147483647", "-2147483648", "2147483648", "-2147483649", "999999999999999999", "-999999999999999999",
+		"9223372036854775807", "-9223372036854775808", "9223372036854775808"} {
+		var n int
+		var n64 int64
 		var want int
-		err := json.Unmarshal([]byte(s), &want)
-		ok := decodeFields([]byte(`{"n":`+s+`}`), []Field{IntField("n", &n)})
-		if ok && (err != nil || n != want) || !ok && err == nil && len(s) < 19 {
-			t.Errorf("%s: decodeFields %v %d; encoding/json %v %d", s, ok, n, err, want)
+		var want64 int64
+		err := decodeFields([]byte(`{"n":`+s+`}`), []Field{IntField("n", &n)})
+		stdErr := json.Unmarshal([]byte(s), &want)
+		if (err == nil) != (stdErr == nil) || n != want {
+			t.Errorf("int %s: decodeFields %v %d; encoding/json %v %d", s, err, n, stdErr, want)
+		}
+		err = decodeFields([]byte(`{"n":`+s+`}`), []Field{Int64Field("n", &n64)})
+		stdErr = json.Unmarshal([]byte(s), &want64)
+		if (err == nil) != (stdErr == nil) || n64 != want64 {
+			t.Errorf("int64 %s: decodeFields %v %d; encoding/json %v %d", s, err, n64, stdErr, want64)
 		}
 	}
 }
 
 func TestDecodeFieldsKeepsValuesOnRefusal(t *testing.T) {
 	in := fieldsInput{S: "before", N: 7}
-	if decodeFields([]byte(`{"s":"after","x":1}`), in.JSONFields()) {
-		t.Fatal("unknown key accepted")
+	if err := decodeFields([]byte(`{"s":"after","n":"x"}`), in.JSONFields()); err == nil {
+		t.Fatal("a string for an int accepted")
 	}
 	if in.S != "before" || in.N != 7 {
 		t.Errorf("a refused input wrote %+v", in)
@@ -134,40 +183,41 @@ func TestDecodeStringMap(t *testing.T) {
 		ok bool
 	}{
 		{`{}`, true}, {`{"Content-Type":"text/html","X":""}`, true}, {`{"a\u00e9":"b\n","a":"1","a":"2"}`, true},
-		{`{"a":null}`, false}, {`{"a":1}`, false}, {`[]`, false}, {`{"a":"b"`, false},
+		{`{"a":null}`, true}, {`null`, true}, {"{\"a\":\"\xff\"}", true},
+		{`{"a":1}`, false}, {`[]`, false}, {`{"a":"b"`, false},
 	} {
-		got, ok := decodeStringMap([]byte(tt.in))
-		if ok != tt.ok {
-			t.Errorf("decodeStringMap(%q) ok = %v", tt.in, ok)
-			continue
-		}
-		if !ok {
+		got, err := decodeStringMap([]byte(tt.in))
+		if (err == nil) != tt.ok {
+			t.Errorf("decodeStringMap(%q) = %v", tt.in, err)
 			continue
 		}
 		var want map[string]string
-		if err := json.Unmarshal([]byte(tt.in), &want); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("decodeStringMap(%q) = %v; encoding/json: %v, %v", tt.in, got, want, err)
+		stdErr := json.Unmarshal([]byte(tt.in), &want)
+		if (stdErr == nil) != tt.ok {
+			t.Errorf("encoding/json of %q: %v", tt.in, stdErr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("decodeStringMap(%q) = %v; encoding/json: %v", tt.in, got, want)
 		}
 	}
 }
 
-// FuzzDecodeFields: whatever decodeFields accepts, encoding/json accepts with
-// the same value.
+// FuzzDecodeFields: decodeFields accepts exactly what encoding/json accepts
+// into the same struct, with the same value.
 func FuzzDecodeFields(f *testing.F) {
-	for _, s := range []string{`{}`, `{"s":"x","p":"y","n":-12,"b":true}`, `{"s":"a\"b\\\u00e9\ud83d\ude00"}`,
-		`{"n":0}`, `{"s":null}`, `{"s":"x","s":"y"}`, `{"S":"x"}`, " {\"b\" :false}\n", `{"n":1e3}`} {
-		f.Add([]byte(s))
+	for _, c := range fieldsCases {
+		if len(c.in) < 1000 {
+			f.Add([]byte(c.in))
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var got fieldsInput
-		if !decodeFields(data, got.JSONFields()) {
-			return
+		var got, std fieldsInput
+		err := decodeFields(data, got.JSONFields())
+		stdErr := json.Unmarshal(data, &std)
+		if (err == nil) != (stdErr == nil) {
+			t.Fatalf("decodeFields(%q) = %v; encoding/json: %v", data, err, stdErr)
 		}
-		var std fieldsInput
-		if err := json.Unmarshal(data, &std); err != nil {
-			t.Fatalf("decodeFields accepted %q, encoding/json: %v", data, err)
-		}
-		if !reflect.DeepEqual(got, std) {
+		if err == nil && !reflect.DeepEqual(got, std) {
 			t.Fatalf("decodeFields(%q) = %+v, encoding/json %+v", data, got, std)
 		}
 	})
@@ -175,20 +225,34 @@ func FuzzDecodeFields(f *testing.F) {
 
 // FuzzDecodeStringMap: the same for HTTPGet's headers.
 func FuzzDecodeStringMap(f *testing.F) {
-	for _, s := range []string{`{}`, `{"Content-Type":"text/html"}`, `{"a\n":"\u00e9","a\n":"x"}`} {
+	for _, s := range []string{`{}`, `{"Content-Type":"text/html"}`, `{"a\n":"\u00e9","a\n":"x"}`, `{"a":null}`, `null`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, ok := decodeStringMap(data)
-		if !ok {
-			return
-		}
+		got, err := decodeStringMap(data)
 		var std map[string]string
-		if err := json.Unmarshal(data, &std); err != nil {
-			t.Fatalf("decodeStringMap accepted %q, encoding/json: %v", data, err)
+		stdErr := json.Unmarshal(data, &std)
+		if (err == nil) != (stdErr == nil) {
+			t.Fatalf("decodeStringMap(%q) = %v; encoding/json: %v", data, err, stdErr)
 		}
-		if !reflect.DeepEqual(got, std) {
+		if err == nil && !reflect.DeepEqual(got, std) {
 			t.Fatalf("decodeStringMap(%q) = %v, encoding/json %v", data, got, std)
 		}
 	})
+}
+
+// parseInt is strconv.ParseInt for JSON integers, at 32 bits (TinyGo's int
+// on wasm) as at 64.
+func TestParseInt(t *testing.T) {
+	for _, bits := range []int{32, 64} {
+		for _, s := range []string{"0", "-0", "1", "-1", "2147483647", "-2147483648", "2147483648", "-2147483649",
+			"9223372036854775807", "-9223372036854775808", "9223372036854775808", "-9223372036854775809",
+			"18446744073709551616", "99999999999999999999999", "1.5", "1e3", "-1.0"} {
+			want, err := strconv.ParseInt(s, 10, bits)
+			got, ok := parseInt(s, bits)
+			if ok != (err == nil) || ok && got != want {
+				t.Errorf("parseInt(%q, %d) = %d, %v; strconv: %d, %v", s, bits, got, ok, want, err)
+			}
+		}
+	}
 }

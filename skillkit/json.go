@@ -56,6 +56,24 @@ func (o *Object) Int(k string, v int64) { o.key(k); o.buf = strconv.AppendInt(o.
 // Bool adds a boolean field.
 func (o *Object) Bool(k string, v bool) { o.key(k); o.buf = strconv.AppendBool(o.buf, v) }
 
+// Strings adds a field holding an array of strings, or null for a nil
+// slice (as encoding/json writes a []string).
+func (o *Object) Strings(k string, v []string) {
+	o.key(k)
+	if v == nil {
+		o.buf = append(o.buf, "null"...)
+		return
+	}
+	o.buf = append(o.buf, '[')
+	for i, s := range v {
+		if i > 0 {
+			o.buf = append(o.buf, ',')
+		}
+		o.buf = AppendJSONString(o.buf, s)
+	}
+	o.buf = append(o.buf, ']')
+}
+
 // Raw adds a field whose value is already JSON.
 func (o *Object) Raw(k string, v []byte) { o.key(k); o.buf = append(o.buf, v...) }
 
@@ -112,8 +130,17 @@ func specialBits(w uint64) uint64 {
 // plainPrefix returns how many bytes of s from i on are plain, 8 at a time:
 // the result is i plus a multiple of 8, and the word there (if whole) is not
 // plain.
-func plainPrefix(s string, i int) int {
+func plainPrefix(s string, i int) int { return plainPrefixFrom(s, i, blockScan) }
+
+// plainPrefixFrom is plainPrefix, first skipping whole 32-byte blocks with
+// blocks set.
+func plainPrefixFrom(s string, i int, blocks bool) int {
 	p := unsafe.Pointer(unsafe.StringData(s))
+	if blocks {
+		for i+32 <= len(s) && plainBlock((*[32]byte)(unsafe.Add(p, i))) {
+			i += 32
+		}
+	}
 	for i+16 <= len(s) && specialBits(load64(unsafe.Add(p, i)))|specialBits(load64(unsafe.Add(p, i+8))) == 0 {
 		i += 16
 	}
@@ -121,6 +148,37 @@ func plainPrefix(s string, i int) int {
 		i += 8
 	}
 	return i
+}
+
+// plainBlock reports whether all 32 bytes of b are plain (as plainWord asks
+// of 8). Written so that LLVM turns it into a few SIMD instructions (TinyGo
+// with simd128: ~1 wasm instruction per byte where the words' arithmetic
+// takes ~3); other compilers keep the words (blockScan).
+func plainBlock(b *[32]byte) bool {
+	var bad byte
+	for _, c := range b {
+		var x byte
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			x = 1
+		}
+		bad |= x
+	}
+	return bad == 0
+}
+
+// stringBlock reports whether all 32 bytes of b are held by a JSON string as
+// they are (as stringPrefix asks): none is '"', '\\', a control character
+// or non-ASCII.
+func stringBlock(b *[32]byte) bool {
+	var bad byte
+	for _, c := range b {
+		var x byte
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			x = 1
+		}
+		bad |= x
+	}
+	return bad == 0
 }
 
 // AppendJSONString appends s as a JSON string, escaping what JSON requires

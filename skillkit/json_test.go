@@ -150,3 +150,68 @@ func TestASCIIEscapesTable(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockScans: the 32-byte blocks (TinyGo's scan) answer what bytes one by
+// one do, and the prefixes found with them are those found without.
+func TestBlockScans(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	plainRef := func(b []byte) bool {
+		for _, c := range b {
+			if !plainByte(c) {
+				return false
+			}
+		}
+		return true
+	}
+	stringRef := func(b []byte) bool {
+		for _, c := range b {
+			if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 0; n < 100000; n++ {
+		size := r.IntN(200)
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = byte(0x20 + r.IntN(0x5f))
+			if r.IntN(64) == 0 {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		if size >= 32 {
+			var blk [32]byte
+			copy(blk[:], b)
+			if got, want := plainBlock(&blk), plainRef(blk[:]); got != want {
+				t.Fatalf("plainBlock(% x) = %v", blk, got)
+			}
+			if got, want := stringBlock(&blk), stringRef(blk[:]); got != want {
+				t.Fatalf("stringBlock(% x) = %v", blk, got)
+			}
+		}
+		start := r.IntN(size + 1)
+		if a, c := plainPrefixFrom(string(b), start, true), plainPrefixFrom(string(b), start, false); a != c {
+			t.Fatalf("plainPrefix(%q, %d): %d with blocks, %d without", b, start, a, c)
+		}
+		if a, c := stringPrefixFrom(b, start, true), stringPrefixFrom(b, start, false); a != c {
+			t.Fatalf("stringPrefix(%q, %d): %d with blocks, %d without", b, start, a, c)
+		}
+	}
+	// Every byte value at every position of a block.
+	for pos := 0; pos < 32; pos++ {
+		for c := 0; c < 256; c++ {
+			var blk [32]byte
+			for i := range blk {
+				blk[i] = 'a'
+			}
+			blk[pos] = byte(c)
+			if plainBlock(&blk) != plainByte(byte(c)) {
+				t.Fatalf("plainBlock with %#x at %d", c, pos)
+			}
+			if stringBlock(&blk) != stringRef([]byte{byte(c)}) {
+				t.Fatalf("stringBlock with %#x at %d", c, pos)
+			}
+		}
+	}
+}

@@ -17,6 +17,32 @@
 //		})
 //	}
 //
+// Handle decodes with encoding/json unless the input type lists its fields
+// (Fielder); HandleFields takes only such types and a result already JSON
+// (Object), so that a skill using it links no reflection at all — what the
+// built-ins do:
+//
+//	type input struct {
+//		Path string `json:"path"`
+//	}
+//
+//	func (in *input) JSONFields() []skillkit.Field {
+//		return []skillkit.Field{skillkit.StringField("path", &in.Path)}
+//	}
+//
+//	//go:wasmexport run
+//	func run() int32 {
+//		return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
+//			data, err := skillkit.ReadFile(in.Path)
+//			if err != nil {
+//				return nil, err
+//			}
+//			var o skillkit.Object
+//			o.Int("size", int64(len(data)))
+//			return o.JSON(), nil
+//		})
+//	}
+//
 // Every function needs the matching capability in skill.toml and a grant in
 // the operator's buddy.toml; without them buddy refuses to load the skill, so
 // a call can only fail for the reason it names (a path outside the granted
@@ -30,8 +56,8 @@ package skillkit
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -89,6 +115,12 @@ func Errorf(kind Kind, format string, args ...any) error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
+// NewError makes an error of a kind with a plain message: Errorf without fmt
+// (which a skill that only uses HandleFields then does not link).
+func NewError(kind Kind, message string) error {
+	return &Error{Kind: kind, Message: message}
+}
+
 // status bytes of the host ABI (docs/HOST_ABI.md), never renumbered.
 var statusKinds = [...]Kind{1: KindForbidden, 2: KindNotFound, 3: KindTooLarge, 4: KindInvalidInput,
 	5: KindUnavailable, 6: KindDenied, 7: KindTimeout, 8: KindInternal}
@@ -113,17 +145,17 @@ func Input() []byte { return hostInput() }
 
 // InputJSON decodes the input into v; bad JSON is an ErrInvalidInput error.
 // An empty input is {}. A v that implements Fielder is decoded without
-// reflection when the input is plain enough, with the same result (v must
-// then be a non-nil pointer: JSONFields takes its fields' addresses, and a
-// field already holding a pointer gets a new one rather than being written
-// through).
+// reflection, with the same result (v must then be a non-nil pointer:
+// JSONFields takes its fields' addresses, and a field already holding a
+// pointer gets a new one rather than being written through); an input it
+// refuses is decoded by encoding/json too, for encoding/json's error message.
 func InputJSON(v any) error { return decodeInput(hostInput(), v) }
 
 func decodeInput(in []byte, v any) error {
 	if len(in) == 0 {
 		in = []byte("{}")
 	}
-	if f, ok := v.(Fielder); ok && decodeFields(in, f.JSONFields()) {
+	if f, ok := v.(Fielder); ok && decodeFields(in, f.JSONFields()) == nil {
 		return nil
 	}
 	if err := json.Unmarshal(in, v); err != nil {
@@ -186,6 +218,40 @@ func Handle[In any](fn func(In) (any, error)) int32 {
 	return 0
 }
 
+// HandleFields is Handle for an input type that lists its fields (Fielder)
+// and a result that is already JSON (an Object's JSON()): nothing in it
+// uses reflection, and a skill whose code calls only HandleFields, the host
+// functions and Object links neither encoding/json nor fmt (a built-in is
+// ~20 KB of wasm, against ~230 KB through Handle, and instantiates and
+// compiles that much faster). The input decodes to what encoding/json would
+// give In (see Fielder); what encoding/json would refuse is an
+// invalid_input error with a message of skillkit's own. An empty input is {}.
+//
+//	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
+//		var o skillkit.Object
+//		o.String("path", in.Path)
+//		return o.JSON(), nil
+//	})
+func HandleFields[In any, P interface {
+	*In
+	Fielder
+}](fn func(In) (RawJSON, error)) int32 {
+	var in In
+	data := hostInput()
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	if err := decodeFields(data, P(&in).JSONFields()); err != nil {
+		return Fail(err)
+	}
+	out, err := fn(in)
+	if err != nil {
+		return Fail(err)
+	}
+	hostOutput(out)
+	return 0
+}
+
 // Log levels.
 const (
 	LogTrace int32 = 0
@@ -235,27 +301,7 @@ func HTTPGet(url string) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	// (Parsed here rather than by parseResponse, so that the built-ins'
-	// committed fetch_url.wasm does not change with HTTPRequest.)
-	if len(out) < 6 {
-		return nil, &Error{Kind: KindInternal, Message: "http_get: malformed result"}
-	}
-	status := int(binary.LittleEndian.Uint16(out))
-	n := int(binary.LittleEndian.Uint32(out[2:]))
-	if 6+n > len(out) {
-		return nil, &Error{Kind: KindInternal, Message: "http_get: malformed result"}
-	}
-	r := &Response{Status: status, Headers: map[string]string{}, Body: out[6+n:]}
-	if n > 0 {
-		// buddy's headers are a flat object of strings: decoded without
-		// reflection unless something in them needs encoding/json.
-		if h, ok := decodeStringMap(out[6 : 6+n]); ok {
-			r.Headers = h
-		} else if err := json.Unmarshal(out[6:6+n], &r.Headers); err != nil {
-			return nil, &Error{Kind: KindInternal, Message: "http_get: malformed headers"}
-		}
-	}
-	return r, nil
+	return parseResponse("http_get", out)
 }
 
 // Request is an HTTP request for HTTPRequest.
@@ -279,23 +325,39 @@ type Request struct {
 //		Headers: map[string]string{"Content-Type": "application/json"},
 //		Body: []byte(`{"title":"hi"}`)})
 func HTTPRequest(r Request) (*Response, error) {
-	req, err := json.Marshal(struct {
-		Method  string            `json:"method,omitempty"`
-		URL     string            `json:"url"`
-		Headers map[string]string `json:"headers,omitempty"`
-	}{r.Method, r.URL, r.Headers})
-	if err != nil {
-		return nil, &Error{Kind: KindInvalidInput, Message: "http_request: " + err.Error()}
-	}
-	out, err := decode("http_request", hostHTTPRequest(req, r.Body))
+	out, err := decode("http_request", hostHTTPRequest(r.json(), r.Body))
 	if err != nil {
 		return nil, err
 	}
 	return parseResponse("http_request", out)
 }
 
-// parseResponse reads an HTTP function's payload: u16 LE status, u32 LE n,
-// n bytes of header JSON, the body.
+// json is the request line and headers as the host reads them, written as
+// encoding/json would write {method (omitted if empty), url, headers
+// (omitted if empty, keys sorted)}, without reflection.
+func (r *Request) json() RawJSON {
+	var o Object
+	if r.Method != "" {
+		o.String("method", r.Method)
+	}
+	o.String("url", r.URL)
+	if len(r.Headers) > 0 {
+		keys := make([]string, 0, len(r.Headers))
+		for k := range r.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var h Object
+		for _, k := range keys {
+			h.String(k, r.Headers[k])
+		}
+		o.Raw("headers", h.JSON())
+	}
+	return o.JSON()
+}
+
+// parseResponse reads an HTTP function's payload (http_get's and
+// http_request's): u16 LE status, u32 LE n, n bytes of header JSON, the body.
 func parseResponse(fn string, out []byte) (*Response, error) {
 	if len(out) < 6 {
 		return nil, &Error{Kind: KindInternal, Message: fn + ": malformed result"}
@@ -307,12 +369,14 @@ func parseResponse(fn string, out []byte) (*Response, error) {
 	}
 	r := &Response{Status: status, Headers: map[string]string{}, Body: out[6+n:]}
 	if n > 0 {
-		// buddy's headers are a flat object of strings: decoded without
-		// reflection unless something in them needs encoding/json.
-		if h, ok := decodeStringMap(out[6 : 6+n]); ok {
+		// buddy's headers are a flat object of strings, decoded as
+		// encoding/json would decode them, without reflection.
+		h, err := decodeStringMap(out[6 : 6+n])
+		if err != nil {
+			return nil, &Error{Kind: KindInternal, Message: fn + ": malformed headers: " + err.Error()}
+		}
+		if h != nil {
 			r.Headers = h
-		} else if err := json.Unmarshal(out[6:6+n], &r.Headers); err != nil {
-			return nil, &Error{Kind: KindInternal, Message: fn + ": malformed headers"}
 		}
 	}
 	return r, nil
@@ -349,31 +413,25 @@ type Memory struct {
 
 // Remember stores a text with optional tags and returns its id.
 func Remember(text string, tags []string) (int64, error) {
-	req, _ := json.Marshal(struct {
-		Text string   `json:"text"`
-		Tags []string `json:"tags"`
-	}{text, tags})
-	out, err := decode("memory_remember", hostRemember(req))
+	// {"text": ..., "tags": [...] or null}, as encoding/json writes it.
+	var req Object
+	req.String("text", text)
+	req.Strings("tags", tags)
+	out, err := decode("memory_remember", hostRemember(req.JSON()))
 	if err != nil {
 		return 0, err
 	}
-	var resp struct {
-		ID int64 `json:"id"`
-	}
-	if err := json.Unmarshal(out, &resp); err != nil {
+	var id int64
+	if err := decodeFields(out, []Field{Int64Field("id", &id)}); err != nil {
 		return 0, &Error{Kind: KindInternal, Message: "memory_remember: malformed result"}
 	}
-	return resp.ID, nil
+	return id, nil
 }
 
 // Recall returns the memories most relevant to query (most recent first for an
 // empty query); limit 0 means the host's default.
 func Recall(query string, limit int) ([]Memory, error) {
-	req, _ := json.Marshal(struct {
-		Query string `json:"query"`
-		Limit int    `json:"limit"`
-	}{query, limit})
-	out, err := decode("memory_recall", hostRecall(req))
+	out, err := RecallJSON(query, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -386,27 +444,69 @@ func Recall(query string, limit int) ([]Memory, error) {
 	return resp.Memories, nil
 }
 
+// RecallJSON is Recall's answer as the host gives it, without decoding it:
+// {"memories": [{"id", "text", "tags", "created_at"}, ...]}, most relevant
+// first; what Recall decodes, and what encoding/json writes for Recall's
+// result.
+func RecallJSON(query string, limit int) (RawJSON, error) {
+	var req Object
+	req.String("query", query)
+	req.Int("limit", int64(limit))
+	out, err := decode("memory_recall", hostRecall(req.JSON()))
+	return RawJSON(out), err
+}
+
 // Schedule sends a request to buddy's scheduler (the schedule host
 // function, granted to the built-in schedule skill only) and returns its
 // JSON answer: {"action":"add","kind":"reminder","at":"+10m","text":"…"},
 // {"action":"list"}, {"action":"remove","id":"j_…"} (docs/HOST_ABI.md).
+// req is encoded with encoding/json; ScheduleJSON takes it already encoded.
 func Schedule(req any) (json.RawMessage, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, &Error{Kind: KindInvalidInput, Message: "schedule: " + err.Error()}
 	}
-	out, err := decode("schedule", hostSchedule(b))
+	out, err := ScheduleJSON(b)
+	return json.RawMessage(out), err
+}
+
+// ScheduleJSON is Schedule for a request already JSON (an Object's JSON()),
+// without reflection: what the built-in schedule calls.
+func ScheduleJSON(req RawJSON) (RawJSON, error) {
+	out, err := decode("schedule", hostSchedule(req))
 	if err != nil {
 		return nil, err
 	}
-	return json.RawMessage(out), nil
+	return RawJSON(out), nil
 }
 
-// KindOf returns the kind of err, KindInternal for errors skillkit did not make.
+// KindOf returns the kind of err (the first *Error in its chain, as
+// errors.As finds it), KindInternal for errors skillkit did not make.
 func KindOf(err error) Kind {
-	var e *Error
-	if errors.As(err, &e) {
+	if e := asError(err); e != nil {
 		return e.Kind
 	}
 	return KindInternal
+}
+
+// asError is errors.As for *Error, without reflection.
+func asError(err error) *Error {
+	for err != nil {
+		switch x := err.(type) {
+		case *Error:
+			return x
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				if found := asError(e); found != nil {
+					return found
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
 }

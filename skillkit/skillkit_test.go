@@ -151,6 +151,37 @@ func TestMemories(t *testing.T) {
 	}
 }
 
+func TestScheduleAndScheduleJSON(t *testing.T) {
+	var sent []string
+	fake(t, "", func(name string, args ...[]byte) []byte {
+		if name != "schedule" {
+			return Result(KindInternal, nil)
+		}
+		sent = append(sent, string(args[0]))
+		if strings.Contains(string(args[0]), `"remove"`) {
+			return Result(KindNotFound, []byte("no job j_1"))
+		}
+		return Result("", []byte(`{"id":"j_1"}`))
+	})
+	var o Object
+	o.String("action", "add")
+	o.String("at", "+10m")
+	raw, err := ScheduleJSON(o.JSON())
+	if err != nil || string(raw) != `{"id":"j_1"}` {
+		t.Fatalf("ScheduleJSON = %s, %v", raw, err)
+	}
+	out, err := Schedule(map[string]string{"action": "add", "at": "+10m"})
+	if err != nil || string(out) != `{"id":"j_1"}` {
+		t.Fatalf("Schedule = %s, %v", out, err)
+	}
+	if len(sent) != 2 || sent[0] != sent[1] {
+		t.Fatalf("sent %q: Object and encoding/json should agree", sent)
+	}
+	if _, err := ScheduleJSON(RawJSON(`{"action":"remove"}`)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ScheduleJSON(remove) = %v, want not_found", err)
+	}
+}
+
 func TestHandle(t *testing.T) {
 	type in struct {
 		Name string `json:"name"`
@@ -253,6 +284,29 @@ func TestHandleDecodesFieldersAsEncodingJSONDoes(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, std) {
 			t.Errorf("Handle(%q) decoded %+v, encoding/json %+v", in, got, std)
+		}
+	}
+}
+
+// TestHTTPRequestJSONAsEncodingJSON: the request HTTPRequest sends is what
+// encoding/json writes for it, byte for byte.
+func TestHTTPRequestJSONAsEncodingJSON(t *testing.T) {
+	for _, r := range []Request{
+		{URL: "https://a.example/"},
+		{Method: "PATCH", URL: "https://a.example/x?q=<&>", Headers: map[string]string{}},
+		{Method: "POST", URL: "https://a.example/\u2028", Headers: map[string]string{
+			"X-B": "b\x00\"\\", "Content-Type": "application/json", "x-a": "\xff\xfe é \u2029", "Accept": "<html>"}},
+	} {
+		want, err := json.Marshal(struct {
+			Method  string            `json:"method,omitempty"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers,omitempty"`
+		}{r.Method, r.URL, r.Headers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.json(); string(got) != string(want) {
+			t.Errorf("request %+v:\n got %s\nwant %s", r, got, want)
 		}
 	}
 }

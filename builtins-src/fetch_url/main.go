@@ -15,9 +15,9 @@ func (in *input) JSONFields() []skillkit.Field {
 
 //go:wasmexport run
 func run() int32 {
-	return skillkit.Handle(func(in input) (any, error) {
+	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
 		if in.URL == "" {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "url is required")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "url is required")
 		}
 		resp, err := skillkit.HTTPGet(in.URL)
 		if err != nil {

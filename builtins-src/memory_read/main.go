@@ -2,11 +2,7 @@
 // assistant's key-value memory: {key} → {key, found, value}.
 package main
 
-import (
-	"errors"
-
-	"github.com/buddy-run/buddy/skillkit"
-)
+import "github.com/buddy-run/buddy/skillkit"
 
 type input struct {
 	Key string `json:"key"`
@@ -33,12 +29,12 @@ func output(key string, found bool, value []byte) skillkit.RawJSON {
 
 //go:wasmexport run
 func run() int32 {
-	return skillkit.Handle(func(in input) (any, error) {
+	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
 		if in.Key == "" {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "key is required")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "key is required")
 		}
 		v, err := skillkit.KVGet(in.Key)
-		if errors.Is(err, skillkit.ErrNotFound) {
+		if skillkit.KindOf(err) == skillkit.KindNotFound {
 			return output(in.Key, false, nil), nil
 		}
 		if err != nil {

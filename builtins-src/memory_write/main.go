@@ -20,12 +20,12 @@ func (in *input) JSONFields() []skillkit.Field {
 
 //go:wasmexport run
 func run() int32 {
-	return skillkit.Handle(func(in input) (any, error) {
+	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
 		if in.Key == "" {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "key is required")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "key is required")
 		}
 		if in.Value == nil {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "value is required")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "value is required")
 		}
 		// The value's bytes are only read: no copy of them.
 		value := unsafe.Slice(unsafe.StringData(*in.Value), len(*in.Value))

@@ -2,7 +2,11 @@
 // directory the operator granted: {path} → {content}.
 package main
 
-import "github.com/buddy-run/buddy/skillkit"
+import (
+	"strconv"
+
+	"github.com/buddy-run/buddy/skillkit"
+)
 
 type input struct {
 	Path string `json:"path"`
@@ -15,9 +19,9 @@ func (in *input) JSONFields() []skillkit.Field {
 
 //go:wasmexport run
 func run() int32 {
-	return skillkit.Handle(func(in input) (any, error) {
+	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
 		if in.Path == "" {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "path is required")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "path is required")
 		}
 		data, err := skillkit.ReadFile(in.Path)
 		if err != nil {
@@ -29,7 +33,7 @@ func run() int32 {
 		var o skillkit.Object
 		o.Grow(len(data) + len(data)/8 + 16)
 		if !o.Text("content", data) {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "%s is not UTF-8 text (%d bytes)", in.Path, len(data))
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, in.Path+" is not UTF-8 text ("+strconv.Itoa(len(data))+" bytes)")
 		}
 		return o.JSON(), nil
 	})

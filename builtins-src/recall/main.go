@@ -14,24 +14,17 @@ func (in *input) JSONFields() []skillkit.Field {
 	return []skillkit.Field{skillkit.StringField("query", &in.Query), skillkit.IntField("limit", &in.Limit)}
 }
 
-type output struct {
-	Memories []skillkit.Memory `json:"memories"`
-}
-
 //go:wasmexport run
 func run() int32 {
-	return skillkit.Handle(func(in input) (any, error) {
+	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
 		if in.Limit < 0 || in.Limit > 100 {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "limit must be between 1 and 100")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "limit must be between 1 and 100")
 		}
-		ms, err := skillkit.Recall(in.Query, in.Limit)
-		if err != nil {
-			return nil, err
-		}
-		if ms == nil {
-			ms = []skillkit.Memory{}
-		}
-		return output{Memories: ms}, nil
+		// The host's answer is the output: {"memories": [...]}, every
+		// memory with its tags ([] when it has none), as encoding/json
+		// wrote the []skillkit.Memory this built-in decoded and re-encoded
+		// before.
+		return skillkit.RecallJSON(in.Query, in.Limit)
 	})
 }
 

@@ -13,21 +13,25 @@ type input struct {
 	Tags []string `json:"tags"`
 }
 
-type output struct {
-	ID int64 `json:"id"`
+// JSONFields lets skillkit decode the input without reflection.
+func (in *input) JSONFields() []skillkit.Field {
+	return []skillkit.Field{skillkit.StringField("text", &in.Text), skillkit.StringsField("tags", &in.Tags)}
 }
 
 //go:wasmexport run
 func run() int32 {
-	return skillkit.Handle(func(in input) (any, error) {
+	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
 		if strings.TrimSpace(in.Text) == "" {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "text is required")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "text is required")
 		}
 		id, err := skillkit.Remember(in.Text, in.Tags)
 		if err != nil {
 			return nil, err
 		}
-		return output{ID: id}, nil
+		// {id}, as encoding/json wrote it, without reflection.
+		var o skillkit.Object
+		o.Int("id", id)
+		return o.JSON(), nil
 	})
 }
 

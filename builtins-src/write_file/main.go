@@ -21,12 +21,12 @@ func (in *input) JSONFields() []skillkit.Field {
 
 //go:wasmexport run
 func run() int32 {
-	return skillkit.Handle(func(in input) (any, error) {
+	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
 		if in.Path == "" {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "path is required")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "path is required")
 		}
 		if in.Content == nil {
-			return nil, skillkit.Errorf(skillkit.KindInvalidInput, "content is required")
+			return nil, skillkit.NewError(skillkit.KindInvalidInput, "content is required")
 		}
 		// The content's bytes are only read: no copy of them.
 		content := unsafe.Slice(unsafe.StringData(*in.Content), len(*in.Content))

@@ -254,7 +254,8 @@ func (a *app) skillInstall(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer closeEnv(ctx, e, &err)
-	inst := &install.Installer{Store: e.st, DataDir: e.dataDir}
+	// The module is compiled into the cache now, so that no call compiles it.
+	inst := &install.Installer{Store: e.st, DataDir: e.dataDir, Compile: e.rt.Compile}
 	res, err := inst.Install(ctx, install.Request{
 		WasmPath: pos[0], ManifestPath: *manifest, Upgrade: *upgrade,
 		Consent: func(widened []string) (bool, error) {

@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns"
@@ -102,6 +103,9 @@ type Skill struct {
 	mu   sync.Mutex // held while loading
 	mod  *runtime.Module
 	host *hostfns.Set
+	// unloaded: s was unloaded (removed, replaced, or its registry closed);
+	// it never loads again (a warm-up that still holds it).
+	unloaded bool
 
 	// state guards Status and Problem once the registry is shared; it is
 	// never held for long, so listing skills does not wait for a compile.
@@ -144,6 +148,8 @@ type Registry struct {
 	// seen is the store's fingerprint of installed_skills when skills was
 	// last reconciled with it.
 	seen string
+	// closed: Close has run (Warm stops).
+	closed atomic.Bool
 }
 
 // New registers the enabled built-ins and the installed skills. A built-in
@@ -477,6 +483,22 @@ func (r *Registry) Call(ctx context.Context, name string, input []byte) (*runtim
 	return mod.Call(ctx, input)
 }
 
+// Warm loads every skill that can run, one at a time, so that calls find
+// them compiled (from the on-disk cache, or compiled now): a call that comes
+// first waits only for its own skill's load, if that is the one running. It
+// returns when all are loaded or ctx ends; a skill that fails to load is
+// marked as Load marks it, and its calls see why.
+func (r *Registry) Warm(ctx context.Context) {
+	for _, s := range r.Skills() {
+		if ctx.Err() != nil || r.closed.Load() {
+			return
+		}
+		if s.Status == StatusReady {
+			_ = r.Load(ctx, s.Name)
+		}
+	}
+}
+
 // Load compiles a skill without calling it (and reports why it cannot run).
 func (r *Registry) Load(ctx context.Context, name string) error {
 	s, err := r.get(name)
@@ -495,6 +517,9 @@ func (r *Registry) load(ctx context.Context, s *Skill) (*runtime.Module, error) 
 	}
 	if s.mod != nil {
 		return s.mod, nil
+	}
+	if s.unloaded {
+		return nil, errs.New(errs.ErrUnavailable, fmt.Sprintf("skill %s was unloaded (removed, replaced or closed)", s.Name))
 	}
 	wasm := s.wasm
 	if !s.Builtin && s.wasm == nil {
@@ -527,8 +552,10 @@ func (r *Registry) load(ctx context.Context, s *Skill) (*runtime.Module, error) 
 	return mod, nil
 }
 
-// Close unloads every loaded skill.
+// Close unloads every loaded skill; a skill that is loading is unloaded once
+// it is loaded, and none loads after Close.
 func (r *Registry) Close(ctx context.Context) error {
+	r.closed.Store(true)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var err error
@@ -542,6 +569,7 @@ func (r *Registry) Close(ctx context.Context) error {
 func (s *Skill) unload(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unloaded = true
 	var err error
 	if s.mod != nil {
 		err = errors.Join(err, s.mod.Close(ctx))

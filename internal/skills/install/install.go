@@ -46,6 +46,11 @@ type Store interface {
 type Installer struct {
 	Store   Store
 	DataDir string
+	// Compile, if set, compiles the module into the runtime's caches before
+	// anything is written (runtime.Runtime.Compile), so that the first call
+	// after an install or a restart does not compile; a module it refuses
+	// is not installed.
+	Compile func(ctx context.Context, wasm []byte, m *runtime.Manifest) error
 }
 
 // Request is one install.
@@ -101,6 +106,11 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	info, err := runtime.Inspect(ctx, wasm, m)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", req.WasmPath, err)
+	}
+	if in.Compile != nil {
+		if err := in.Compile(ctx, wasm, m); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.WasmPath, err)
+		}
 	}
 	capsJSON, _ := json.Marshal(m.Capabilities)
 

@@ -905,7 +905,10 @@ func (g *codeGen) analyze(r *reader, numLocals uint32) error {
 			if gi >= m.numGlobals {
 				return r.malformed(lo, "global index %d out of range (%d globals)", gi, m.numGlobals)
 			}
-		case 0x25, 0x26: // table.get/set
+		case 0x25: // table.get
+			err = g.tableIdx(r)
+		case 0x26: // table.set
+			m.tableWrites = true
 			err = g.tableIdx(r)
 		case 0x3f: // memory.size
 			err = g.zeroByte(r)
@@ -993,6 +996,7 @@ func (g *codeGen) miscOp(r *reader, off int) error {
 		}
 		g.bulk(off, evBulkMem)
 	case 9: // data.drop
+		g.m.dataDrops = true
 		_, err = r.u32()
 	case 10: // memory.copy mem mem
 		if err := g.zeroByte(r); err != nil {
@@ -1008,6 +1012,7 @@ func (g *codeGen) miscOp(r *reader, off int) error {
 		}
 		g.bulk(off, evBulkMem)
 	case 12: // table.init elem table
+		g.m.tableWrites = true
 		if err := g.elemIdx(r); err != nil {
 			return err
 		}
@@ -1016,8 +1021,10 @@ func (g *codeGen) miscOp(r *reader, off int) error {
 		}
 		g.bulk(off, evBulkTable)
 	case 13: // elem.drop
+		g.m.tableWrites = true
 		err = g.elemIdx(r)
 	case 14: // table.copy table table
+		g.m.tableWrites = true
 		if err := g.tableIdx(r); err != nil {
 			return err
 		}
@@ -1026,12 +1033,14 @@ func (g *codeGen) miscOp(r *reader, off int) error {
 		}
 		g.bulk(off, evBulkTable)
 	case 15: // table.grow
+		g.m.tableWrites = true
 		if err := g.tableIdx(r); err != nil {
 			return err
 		}
 		g.scratch = true
 		g.events = append(g.events, event{pos: off, end: r.pos, kind: evTableGrow})
 	case 17: // table.fill
+		g.m.tableWrites = true
 		if err := g.tableIdx(r); err != nil {
 			return err
 		}

@@ -156,6 +156,14 @@ type Options struct {
 	// the name itself. Info.HasStart still reports the start section.
 	StartExport string
 
+	// GlobalExportPrefix, if not empty, exports every mutable global the
+	// module defines under that prefix and its index ("__g" + "3"), so that a
+	// host can read and set globals the module does not export itself (to
+	// start a fresh instance from a snapshot). Exports are seen by the host
+	// only: the guest gains nothing. The fuel global is never exported. The
+	// module must not export a name with the prefix itself.
+	GlobalExportPrefix string
+
 	// allowStart keeps a start section (rewritten) instead of refusing it. Tests
 	// only: the spec suite has modules with start functions.
 	allowStart bool
@@ -272,6 +280,22 @@ type Info struct {
 	// MaxTableEntries, table.grow included).
 	Tables       int
 	TableEntries uint64
+	// Globals are the module's globals, imports first, in index order.
+	Globals []Global
+	// TableWrites: some instruction of the code changes a table (table.set,
+	// table.grow, table.fill, table.copy, table.init) or drops an element
+	// segment (elem.drop). Without them a table holds, for the life of an
+	// instance, what its element segments put there at instantiation.
+	TableWrites bool
+	// DataDrops: some instruction drops a data segment (data.drop).
+	DataDrops bool
+}
+
+// Global is the type of one global.
+type Global struct {
+	Type     ValueType
+	Mutable  bool
+	Imported bool
 }
 
 // Inspect parses wasm without rewriting it. It decodes every instruction but

@@ -3,6 +3,7 @@ package fuel
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -78,13 +79,17 @@ type module struct {
 	funcBytes  [2]int   // range of the function section entries
 
 	numTables, numMemories, numGlobals uint32
+	globals                            []Global // every global, imports first
 	memMin, memMax                     uint64
 	hasMemMax                          bool
 
-	exports  []exportEntry
-	hasStart bool
-	start    uint32
-	code     int // index of the code section in sections, or -1
+	exports []exportEntry
+	// tableWrites: some instruction changes a table or drops an element
+	// segment; dataDrops: some instruction drops a data segment.
+	tableWrites, dataDrops bool
+	hasStart               bool
+	start                  uint32
+	code                   int // index of the code section in sections, or -1
 
 	// Filled for Instrument.
 	importCost []int64  // static cost of calling each function import
@@ -147,7 +152,8 @@ func (m *module) remapRef(f uint32) uint32 {
 func (m *module) info() *Info {
 	in := &Info{HasStart: m.hasStart, MemoryMin: m.memMin, MemoryMax: m.memMax,
 		HasMemoryMax: m.hasMemMax, HasMemory: m.numMemories > 0,
-		Tables: int(m.numTables), TableEntries: m.tableEntries}
+		Tables: int(m.numTables), TableEntries: m.tableEntries,
+		Globals: slices.Clone(m.globals), TableWrites: m.tableWrites, DataDrops: m.dataDrops}
 	for _, im := range m.imports {
 		x := Import{Module: im.module, Name: im.name, Kind: im.kind}
 		if im.kind == KindFunc {
@@ -471,8 +477,10 @@ func (m *module) memoryType(r *reader) error {
 	return nil
 }
 
-func (m *module) globalType(r *reader) error {
-	if _, err := r.valType(); err != nil {
+// globalType reads a global's type; with record, it is added to m.globals.
+func (m *module) globalType(r *reader, record, imported bool) error {
+	t, err := r.valType()
+	if err != nil {
 		return err
 	}
 	off := r.pos
@@ -482,6 +490,9 @@ func (m *module) globalType(r *reader) error {
 	}
 	if mut > 1 {
 		return r.malformed(off, "invalid global mutability %#x", mut)
+	}
+	if record {
+		m.globals = append(m.globals, Global{Type: t, Mutable: mut == 1, Imported: imported})
 	}
 	return nil
 }
@@ -524,7 +535,7 @@ func (m *module) importSection(r *reader) error {
 				return err
 			}
 		case KindGlobal:
-			if err = m.globalType(r); err != nil {
+			if err = m.globalType(r, true, true); err != nil {
 				return err
 			}
 			m.numGlobals++
@@ -679,7 +690,7 @@ func (m *module) globalSection(r *reader, w *[]byte) error {
 	}
 	for i := 0; i < n; i++ {
 		start := r.pos
-		if err := m.globalType(r); err != nil {
+		if err := m.globalType(r, w == nil, false); err != nil {
 			return err
 		}
 		if w != nil {
@@ -1059,6 +1070,24 @@ func (m *module) instrument(o resolved) ([]byte, error) {
 			}
 		}
 		addedExport = true
+	}
+	if p := o.GlobalExportPrefix; p != "" {
+		if !validUTF8(p) {
+			return nil, &Error{Where: "global section", Offset: -1, Err: ErrOptions,
+				Detail: fmt.Sprintf("GlobalExportPrefix %q is not valid UTF-8", p)}
+		}
+		for _, ex := range m.exports {
+			if strings.HasPrefix(ex.name, p) {
+				return nil, (&reader{fn: -1, what: "export section"}).unsupported(-1,
+					"the module exports %q, a name reserved for its globals (prefix %q)", ex.name, p)
+			}
+		}
+		for i, g := range m.globals {
+			if g.Mutable && !g.Imported {
+				m.exports = append(m.exports, exportEntry{name: p + strconv.Itoa(i), kind: KindGlobal, idx: uint32(i)})
+				addedExport = true
+			}
+		}
 	}
 	// Imports: refuse reserved modules, apply Rename, compute call costs.
 	m.importCost = make([]int64, m.numImports)
