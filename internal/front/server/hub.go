@@ -286,6 +286,15 @@ type finisher interface {
 // approval_request to the conversation's subscribers and waits for the first
 // answer, the gate's deadline, or the call's cancellation.
 func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
+	return s.askWatched(ctx, req, nil, nil)
+}
+
+// askWatched is ask that also tells asked when the question is out (its
+// id, the hash of its arguments, its expiry) and resolved when it is
+// decided (reason user, timeout or canceled): a chat channel posts the
+// question and closes it (ChannelHost).
+func (s *Server) askWatched(ctx context.Context, req approval.Request,
+	asked func(id, hash string, expires time.Time), resolved func(approved bool, reason string)) (bool, error) {
 	if req.Conversation == "" {
 		return false, errors.New("no conversation to ask in")
 	}
@@ -326,6 +335,9 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 	s.log.Info("approval requested", "conversation", req.Conversation, "approval", q.id, "skill", req.Skill, "call", req.CallID)
 	s.broadcast(req.Conversation, q.frame)
 	started(ctx) // the question is out: the next call may start
+	if asked != nil {
+		asked(q.id, q.hash, expires)
+	}
 
 	var approved bool
 	var reason, status string
@@ -365,6 +377,9 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 	s.broadcast(req.Conversation, encode(approvalResolvedFrame{
 		Type: "approval_resolved", ID: q.id, ConversationID: req.Conversation, Approved: approved, Reason: reason,
 	}))
+	if resolved != nil {
+		resolved(approved, reason)
+	}
 	if reason != "user" {
 		return false, ctx.Err()
 	}

@@ -92,6 +92,10 @@ type Options struct {
 	// NewMCP, if set, builds the Streamable HTTP handler served at /mcp
 	// (behind the same checks as /api/), given the page as an asker.
 	NewMCP func(host MCPHost) http.Handler
+	// NewChannels, if set, builds the handler of the chat channels' routes
+	// (GET /api/channels, the pairing routes), given the page as a place to
+	// ask and the turns it shows (internal/front/channels).
+	NewChannels func(host ChannelHost) http.Handler
 	// AllowedOrigins are browser origins (http:// or https://, a host, an
 	// optional port) allowed besides the server's own. New fails on one
 	// that is not such an origin.
@@ -254,7 +258,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/chat/{conversation_id}/approve", s.api(s.approveHTTP))
 	m.HandleFunc("POST /api/chat/{conversation_id}/messages", s.api(s.postMessage))
 	m.HandleFunc("POST /api/conversations", s.api(s.createConversation))
-	s.mcpRoutes(m) // /mcp (mcp.go)
+	s.mcpRoutes(m)     // /mcp (mcp.go)
+	s.channelRoutes(m) // /api/channels, /api/pairing (channels.go)
 	m.HandleFunc("/api/", s.api(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errs.KindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	}))
