@@ -13,6 +13,7 @@
 //	buddy audit list [--conversation ID] [--json] | audit verify
 //	buddy mcp                                         # the skills over MCP on stdio (docs/PROTOCOL.md#mcp)
 //	buddy chat [--url URL] [--conversation ID]        # chat with a running buddy serve in the terminal
+//	buddy pair list | approve CODE | revoke USER_ID   # who may talk to buddy in a chat channel (docs/CHANNELS.md)
 //
 // On failure buddy prints "error: <kind>: <detail>" on stderr and exits with
 // the kind's code (README "Exit codes"); that contract is stable.
@@ -107,6 +108,10 @@ Usage:
   buddy mcp forget                    clear what MCP clients have read (their taint) and their SKILL.md bindings
   buddy chat [--url URL] [--conversation ID]
                                       chat with a running buddy serve (Ctrl-C cancels, Ctrl-D exits)
+  buddy pair list [--channel NAME] [--json]
+                                      chat channels: pairing codes waiting, paired users
+  buddy pair approve CODE             pair the sender of a code (docs/CHANNELS.md)
+  buddy pair revoke [--channel NAME] USER_ID|CODE
   buddy version
 
 Every command takes --config FILE (else $BUDDY_CONFIG,
@@ -139,6 +144,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.mcpCommand(ctx, args[1:])
 	case "chat":
 		return a.chat(ctx, args[1:])
+	case "pair":
+		return a.pair(ctx, args[1:])
 	}
 	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown command %q (see buddy help)", args[0]))
 }

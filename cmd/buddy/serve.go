@@ -66,6 +66,12 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	// The chat channels: a channel whose credential cannot be read stops
+	// the start here, before anything listens.
+	chans, err := e.openChannels(ctx, log)
+	if err != nil {
+		return err
+	}
 	live := e.live
 	var mcpSrv *mcpserver.Server
 	var mcpErr error
@@ -88,6 +94,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 			}
 			return mcpSrv.HTTPHandler()
 		},
+		NewChannels:     e.channelsHandler(chans, newAgent, log),
 		AllowedOrigins:  cfg.Server.AllowedOrigins,
 		AllowedHosts:    cfg.Server.AllowedHosts,
 		MaxMessageBytes: cfg.Server.MaxMessageBytes,
@@ -152,6 +159,9 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
+	chansCtx, stopChans := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopChans()
+	go chans.Run(chansCtx)
 	for {
 		select {
 		case err := <-served:
@@ -170,7 +180,10 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 			// not wait for them).
 			mcpSrv.Close() // MCP sessions hold streams open: end them first
 			shutErr := httpSrv.Shutdown(stop)
-			closeErr := srv.Close(stop)
+			// The channels stop before the server cancels its calls: a turn
+			// they cut stays in their inbox, answered at the next start.
+			chansErr := chans.Close(stop)
+			closeErr := errors.Join(srv.Close(stop), chansErr)
 			if _, err := e.st.ExpirePendingApprovals(stop, time.Now().UTC()); err != nil {
 				log.Error("expiring pending approvals", "err", err)
 			}
