@@ -584,17 +584,50 @@ func oversize(in parseIn) parseOut {
 	if !ok || err != nil || n <= 0 {
 		return fail("unavailable", "an update over buddy's cap, without a readable update_id", 0)
 	}
-	chat := "unknown"
-	if i := strings.Index(in.Body, `"chat"`); i >= 0 {
-		head := in.Body[i:min(len(in.Body), i+64)]
-		if k := strings.Index(head, `"id"`); k >= 0 {
-			if c, ok := intAfter(head, k+len(`"id"`)); ok {
-				chat = c
-			}
+	// Telegram writes a message's from and chat before its text: read the
+	// sender, the chat and its type from the head, so that buddy can tell
+	// an allowed sender why nothing came of it.
+	e := event{UpdateID: id, Type: "oversize", Chat: "unknown"}
+	if obj, ok := objectAfter(in.Body, `"chat"`); ok {
+		if c, ok := fieldInt(obj, `"id"`); ok {
+			e.Chat = c
+		}
+		e.ChatType = "group"
+		if strings.Contains(obj, `"type":"private"`) {
+			e.ChatType = "private"
 		}
 	}
-	return parseOut{OK: true, Events: []event{{UpdateID: id, Type: "oversize", Chat: chat, ChatType: "private"}},
-		Cursor: strconv.FormatInt(n+1, 10)}
+	if obj, ok := objectAfter(in.Body, `"from"`); ok {
+		if u, ok := fieldInt(obj, `"id"`); ok {
+			e.Sender = u
+		}
+	}
+	return parseOut{OK: true, Events: []event{e}, Cursor: strconv.FormatInt(n+1, 10)}
+}
+
+// objectAfter is the flat JSON object after the first key (its text up to
+// the first "}": chat and from hold no nested object), if the head holds it
+// whole.
+func objectAfter(s, key string) (string, bool) {
+	i := strings.Index(s, key)
+	if i < 0 {
+		return "", false
+	}
+	rest := s[i+len(key):]
+	j := strings.IndexByte(rest, '}')
+	if j < 0 || j > 1024 || !strings.HasPrefix(strings.TrimLeft(rest, " \t\r\n:"), "{") {
+		return "", false
+	}
+	return rest[:j], true
+}
+
+// fieldInt reads the integer of a key of a flat object.
+func fieldInt(obj, key string) (string, bool) {
+	k := strings.Index(obj, key)
+	if k < 0 {
+		return "", false
+	}
+	return intAfter(obj, k+len(key))
 }
 
 // intAfter reads the JSON integer after a key (its colon and spaces).

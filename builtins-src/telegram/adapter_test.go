@@ -104,8 +104,19 @@ func TestParseOversize(t *testing.T) {
 		t.Fatalf("many: %+v", p)
 	}
 	p = parseJSON(t, map[string]any{"action": "poll", "status": 200, "body": head, "truncated": true, "limit": 1})
-	if !p.OK || p.Cursor != "778" || len(p.Events) != 1 || p.Events[0].Type != "oversize" || p.Events[0].Chat != "5" {
+	if e := p.Events; !p.OK || p.Cursor != "778" || len(e) != 1 || e[0].Type != "oversize" || e[0].Chat != "5" || e[0].Sender != "5" || e[0].ChatType != "private" {
 		t.Fatalf("one: %+v", p)
+	}
+	// In a group; the head cut inside the chat object.
+	group := `{"ok":true,"result":[{"update_id":9,"message":{"message_id":1,"from":{"id":7,"first_name":"A"},"chat":{"id":-100,"title":"T","type":"supergroup"},"text":"xx`
+	p = parseJSON(t, map[string]any{"action": "poll", "status": 200, "body": group, "truncated": true, "limit": 1})
+	if e := p.Events; !p.OK || len(e) != 1 || e[0].Chat != "-100" || e[0].Sender != "7" || e[0].ChatType != "group" {
+		t.Fatalf("group: %+v", p)
+	}
+	cut := `{"ok":true,"result":[{"update_id":9,"message":{"message_id":1,"from":{"id":7},"chat":{"id":-100,"ti`
+	p = parseJSON(t, map[string]any{"action": "poll", "status": 200, "body": cut, "truncated": true, "limit": 1})
+	if e := p.Events; !p.OK || len(e) != 1 || e[0].Chat != "unknown" || e[0].Sender != "7" {
+		t.Fatalf("cut: %+v", p)
 	}
 }
 
