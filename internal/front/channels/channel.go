@@ -31,9 +31,11 @@ type Channel struct {
 
 	mu     sync.Mutex
 	status status
-	// inflight are the inbox updates being handled (by seq); chats the
-	// queues of the chats with updates to handle, in order.
+	// inflight are the inbox updates being handled (by seq), handled those
+	// this run finished; chats the queues of the chats with updates to
+	// handle, in order.
 	inflight  map[int64]bool
+	handled   map[int64]bool // handled by this run, until the inbox no longer lists them
 	chats     map[string]*chatQueue
 	questions map[string]*question // open approval questions posted here, by approval id
 	// sendPause is when sending may go on after a 429.
@@ -70,6 +72,7 @@ func newChannel(h *Host, cfg Config, info Info) *Channel {
 		limiter:    newLimiter(h.opts.Clock, rate),
 		status:     status{state: StateStarting},
 		inflight:   map[int64]bool{},
+		handled:    map[int64]bool{},
 		chats:      map[string]*chatQueue{},
 		questions:  map[string]*question{},
 	}

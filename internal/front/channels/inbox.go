@@ -65,6 +65,19 @@ func (c *Channel) inboxLoop(ctx context.Context) {
 			continue
 		}
 		failures = 0
+		open := make(map[int64]bool, len(items))
+		for _, it := range items {
+			open[it.Seq] = true
+		}
+		c.mu.Lock()
+		// What this run handled is marked in the store (before it is noted
+		// here): once the inbox no longer lists it, it never will again.
+		for seq := range c.handled {
+			if !open[seq] {
+				delete(c.handled, seq)
+			}
+		}
+		c.mu.Unlock()
 		for _, it := range items {
 			c.dispatch(ctx, it)
 		}
@@ -87,7 +100,9 @@ func (c *Channel) dispatch(ctx context.Context, it store.InboxItem) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.inflight[it.Seq] {
+	// The inbox was read before this update's handling ended, or while
+	// it runs: not again.
+	if c.inflight[it.Seq] || c.handled[it.Seq] {
 		return
 	}
 	c.inflight[it.Seq] = true
@@ -135,6 +150,9 @@ func (c *Channel) handle(ctx context.Context, it store.InboxItem, e Event) {
 	defer func() {
 		c.mu.Lock()
 		delete(c.inflight, it.Seq)
+		if done {
+			c.handled[it.Seq] = true
+		}
 		c.mu.Unlock()
 		if !done && ctx.Err() == nil {
 			// Not handled (the store failed): try again in a while.
@@ -247,6 +265,7 @@ func (c *Channel) notice(ctx context.Context, chat, text string) {
 
 // enqueue stores a message for the sender and wakes it.
 func (c *Channel) enqueue(ctx context.Context, chat, kind, ref string, b body, final bool) (int64, error) {
+	c.log.Debug("queueing a message", "chat", chat, "kind", kind)
 	id, err := c.st.EnqueueOutbox(context.WithoutCancel(ctx), store.OutboxItem{Channel: c.cfg.Name, Chat: chat, Kind: kind, Ref: ref,
 		Body: encodeBody(b), Final: final})
 	if err == nil {

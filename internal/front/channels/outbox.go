@@ -52,6 +52,9 @@ func (c *Channel) outboxLoop(ctx context.Context) {
 				blocked[r.Chat] = true // the chat's later messages wait for this one
 			}
 			if r.InSync() {
+				if r.Final {
+					_ = c.confirm(ctx, r, r.MessageID) // made final as it was shown: done
+				}
 				continue // a streamed answer shown as it is, not final yet
 			}
 			at := retry[r.ID]
@@ -127,6 +130,11 @@ func (c *Channel) editGap(r store.OutboxItem) time.Duration {
 	return time.Duration(c.info.EditIntervalMS) * time.Millisecond / 2
 }
 
+// sendTimeout bounds one send (or edit), its record included.
+const sendTimeout = 30 * time.Second
+
+var errSendTimeout = errors.New("the platform did not answer within 30s")
+
 // errRetry marks a send to try again.
 var errRetry = errors.New("to be tried again")
 
@@ -148,13 +156,13 @@ func (c *Channel) send(ctx context.Context, r store.OutboxItem) error {
 		}
 	}
 	in := renderInput{body: b, Chat: r.Chat, MessageID: r.MessageID}
-	sctx, cancel := withDeadline(ctx, c.clk, 30*time.Second, errors.New("the platform did not answer within 30s"))
+	// A send once started is finished and recorded even when buddy is
+	// stopping: cut between the platform's answer and its record, the
+	// message would be sent again at the next start.
+	sctx, cancel := withDeadline(context.WithoutCancel(ctx), c.clk, sendTimeout, errSendTimeout)
 	out, err := c.exchange(sctx, in)
 	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
 		msg := c.fail(err)
 		if errs.KindOf(err) == errs.KindInvalidInput {
 			// The adapter could not render it: it never will.
@@ -215,11 +223,11 @@ func (c *Channel) send(ctx context.Context, r store.OutboxItem) error {
 // row keeps its body (what the chat should show), the platform the
 // fallback's.
 func (c *Channel) sendAs(ctx context.Context, r store.OutboxItem, b body) error {
-	sctx, cancel := withDeadline(ctx, c.clk, 30*time.Second, errors.New("the platform did not answer within 30s"))
-	defer cancel()
-	if err := c.limiter.wait(sctx); err != nil {
+	if err := c.limiter.wait(ctx); err != nil {
 		return err
 	}
+	sctx, cancel := withDeadline(context.WithoutCancel(ctx), c.clk, sendTimeout, errSendTimeout)
+	defer cancel()
 	out, err := c.exchange(sctx, renderInput{body: b, Chat: r.Chat, MessageID: r.MessageID})
 	if err != nil {
 		_ = c.st.FailOutbox(ctx, r.ID, c.fail(err), false)
@@ -245,6 +253,7 @@ func (c *Channel) sendAs(ctx context.Context, r store.OutboxItem, b body) error 
 
 // confirm records what the platform shows.
 func (c *Channel) confirm(ctx context.Context, r store.OutboxItem, messageID string) error {
+	c.log.Debug("message sent", "id", r.ID, "kind", r.Kind, "chat", r.Chat, "message_id", messageID, "edit", r.MessageID != "", "final", r.Final)
 	if err := c.st.ConfirmOutbox(context.WithoutCancel(ctx), r.ID, messageID, r.Body); err != nil {
 		c.log.Error("recording a sent message", "id", r.ID, "err", err)
 		return fmt.Errorf("recording: %w", err)
