@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ const botToken = "123456789:AAHfakeTOKENfor-buddy_tests-0123456789"
 // 429 with retry_after, 5xx), a stalled answer, a connection dropped
 // mid-response.
 type fakeBot struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 	// hold is how long an empty getUpdates waits (real time) at most.
 	hold time.Duration
@@ -42,10 +43,13 @@ type fakeBot struct {
 	nextMsg  map[string]int64
 	edits    int
 	answers  []callbackAnswer
-	faults   map[string][]fault
+	faults   map[string][]fault // a zero fault lets the call through
 	calls    map[string]int
 	stalled  chan struct{} // closed to release stalled requests
 	rejectMD bool          // refuse every HTML message ("can't parse entities")
+	down     bool          // every call answers 502 from a proxy (an outage)
+	clk      *fakeClock    // when set, downPolls records when each poll hit the outage
+	downAt   []time.Time
 	maxText  int
 	tokenHit []string // any body or path that carried the token besides the path's
 }
@@ -71,7 +75,7 @@ type fault struct {
 	drop       bool // answer 200, then cut the connection mid-body
 }
 
-func newFakeBot(t *testing.T) *fakeBot {
+func newFakeBot(t testing.TB) *fakeBot {
 	b := &fakeBot{t: t, hold: 100 * time.Millisecond, nextID: 100, chats: map[string]map[int64]*sentMessage{},
 		nextMsg: map[string]int64{}, faults: map[string][]fault{}, calls: map[string]int{}, stalled: make(chan struct{}), maxText: 4096}
 	b.cond = sync.NewCond(&b.mu)
@@ -98,6 +102,20 @@ func (b *fakeBot) release() {
 	default:
 		close(b.stalled)
 	}
+}
+
+// setDown starts or ends an outage.
+func (b *fakeBot) setDown(down bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down = down
+}
+
+// downPolls returns when each poll hit the outage (fake time).
+func (b *fakeBot) downPolls() []time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]time.Time(nil), b.downAt...)
 }
 
 // inject queues faults for a method's next calls.
@@ -134,6 +152,16 @@ func (b *fakeBot) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	b.mu.Lock()
+	if b.down {
+		if method == "getUpdates" && b.clk != nil {
+			b.downAt = append(b.downAt, b.clk.Now())
+		}
+		b.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+		return
+	}
 	b.calls[method]++
 	var f *fault
 	if q := b.faults[method]; len(q) > 0 {
@@ -142,7 +170,7 @@ func (b *fakeBot) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	stalled := b.stalled
 	b.mu.Unlock()
-	if f != nil {
+	if f != nil && *f != (fault{}) {
 		switch {
 		case f.stall:
 			select {
@@ -243,10 +271,38 @@ func (b *fakeBot) getUpdates(w http.ResponseWriter, r *http.Request, in map[stri
 		t.Stop()
 	}
 	out := b.updates[:min(limit, len(b.updates))]
-	body, _ := json.Marshal(map[string]any{"ok": true, "result": out})
+	body := encodeUpdates(out)
 	b.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(body)
+}
+
+// encodeUpdates is getUpdates' answer as Telegram writes it: each update's
+// update_id first (an adapter reading a response cut at buddy's cap relies
+// on it), then its one payload.
+func encodeUpdates(us []map[string]any) []byte {
+	var b strings.Builder
+	b.WriteString(`{"ok":true,"result":[`)
+	for i, u := range us {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"update_id":%d`, u["update_id"].(int64))
+		keys := make([]string, 0, len(u))
+		for k := range u {
+			if k != "update_id" {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, _ := json.Marshal(u[k])
+			fmt.Fprintf(&b, `,%q:%s`, k, v)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString("]}")
+	return []byte(b.String())
 }
 
 // push adds an update (its update_id assigned) and wakes a waiting poll.
@@ -274,7 +330,9 @@ func user(id int64, name string) map[string]any {
 	return map[string]any{"id": id, "is_bot": false, "first_name": name, "username": strings.ToLower(name)}
 }
 
-func privateChat(id int64) map[string]any { return map[string]any{"id": id, "type": "private", "first_name": "x"} }
+func privateChat(id int64) map[string]any {
+	return map[string]any{"id": id, "type": "private", "first_name": "x"}
+}
 
 // message is a text message from user in their direct chat.
 func (b *fakeBot) message(from int64, text string) int64 {
@@ -291,7 +349,7 @@ func (b *fakeBot) groupMessage(group, from int64, text string) int64 {
 // press is a callback_query: from pressed a button of message msg in chat.
 func (b *fakeBot) press(chat, from, msg int64, data string) int64 {
 	return b.push("callback_query", map[string]any{"id": fmt.Sprintf("cb%d", b.nextID+1), "from": user(from, fmt.Sprintf("U%d", from)),
-		"message": map[string]any{"message_id": msg, "chat": privateChat(chat), "date": time.Now().Unix(), "text": "q"},
+		"message":       map[string]any{"message_id": msg, "chat": privateChat(chat), "date": time.Now().Unix(), "text": "q"},
 		"chat_instance": "1", "data": data})
 }
 
@@ -364,10 +422,15 @@ func buttons(in map[string]any) [][]map[string]string {
 var tagRE = regexp.MustCompile(`<(/?)([a-z-]+)(?:\s[^>]*)?>`)
 
 // check refuses what Telegram refuses: a text over its limit (UTF-16
-// units), HTML it cannot parse.
+// units, after entities parsing), HTML it cannot parse.
 func (b *fakeBot) check(text, mode string) string {
+	visible := text
+	if mode == "HTML" { // Telegram counts the text after entities parsing
+		visible = tagRE.ReplaceAllString(visible, "")
+		visible = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&quot;", `"`, "&amp;", "&").Replace(visible)
+	}
 	n := 0
-	for _, r := range text {
+	for _, r := range visible {
 		if r >= 0x10000 {
 			n += 2
 		} else {

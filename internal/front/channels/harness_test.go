@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/approval"
@@ -147,12 +148,15 @@ func (c *fakeClock) pending() []time.Duration {
 // echoAgent answers "echo: TEXT" in a few deltas; it may ask for approval
 // first (ask), and may wait before answering (gate).
 type echoAgent struct {
-	mu    sync.Mutex
-	turns map[string][]string // conversation → texts, in order
-	ask   func(ctx context.Context, conversation, text string) (bool, error)
-	gate  chan struct{} // when set, a turn waits for a value (or its context)
-	reply func(text string) string
-	calls int
+	mu     sync.Mutex
+	turns  map[string][]string // conversation → texts, in order
+	ask    func(ctx context.Context, conversation, text string) (bool, error)
+	gate   chan struct{} // when set, a turn waits for a value (or its context)
+	early  string        // streamed before waiting at the gate
+	deltas int           // the answer's deltas (default 3)
+	pace   time.Duration // between two deltas (a model streams)
+	reply  func(text string) string
+	calls  int
 }
 
 func newEchoAgent() *echoAgent { return &echoAgent{turns: map[string][]string{}} }
@@ -161,8 +165,11 @@ func (a *echoAgent) Turn(ctx context.Context, conversation, text string, sink ag
 	a.mu.Lock()
 	a.turns[conversation] = append(a.turns[conversation], text)
 	a.calls++
-	ask, gate, reply := a.ask, a.gate, a.reply
+	ask, gate, reply, early, deltas, pace := a.ask, a.gate, a.reply, a.early, a.deltas, a.pace
 	a.mu.Unlock()
+	if early != "" {
+		sink.Delta(early)
+	}
 	if gate != nil {
 		select {
 		case <-gate:
@@ -189,9 +196,18 @@ func (a *echoAgent) Turn(ctx context.Context, conversation, text string, sink ag
 		return agent.Outcome{Reason: agent.ReasonCanceled}
 	}
 	// A few deltas, then the message.
-	n := max(1, len(answer)/3)
+	if deltas == 0 {
+		deltas = 3
+	}
+	n := max(1, len(answer)/deltas)
 	for i := 0; i < len(answer); i += n {
-		sink.Delta(answer[i:min(i+n, len(answer))])
+		j := min(i+n, len(answer))
+		for j < len(answer) && !utf8.RuneStart(answer[j]) {
+			j++
+		}
+		sink.Delta(answer[i:j])
+		n = max(n, j-i)
+		time.Sleep(pace)
 	}
 	sink.Message(string(agent.RoleAssistant), answer)
 	return agent.Outcome{Text: answer, Reason: agent.ReasonFinal}
@@ -206,21 +222,22 @@ func (a *echoAgent) count() int {
 // rig is a channel host polling the fake Bot API, with buddy serve's real
 // page (server) in front of it and a fake agent.
 type rig struct {
-	t     *testing.T
-	bot   *fakeBot
-	st    *store.Store
-	db    string
-	host  *channels.Host
-	agent *echoAgent
-	srv   *server.Server
-	hs    *httptest.Server
-	clock channels.Clock
-	rec   *recording
-	logs  *syncbuf.Buffer
-	cfg   channels.Config
-	opts  channels.Options
-	stop  context.CancelFunc
-	done  chan struct{}
+	t      testing.TB
+	bot    *fakeBot
+	st     *store.Store
+	db     string
+	host   *channels.Host
+	agent  *echoAgent
+	srv    *server.Server
+	hs     *httptest.Server
+	clock  channels.Clock
+	rec    *recording
+	logs   *syncbuf.Buffer
+	cfg    channels.Config
+	opts   channels.Options
+	stop   context.CancelFunc
+	done   chan struct{}
+	closed bool
 }
 
 type rigOpts struct {
@@ -234,9 +251,11 @@ type rigOpts struct {
 	edit        time.Duration
 	pollTimeout time.Duration
 	noStart     bool
+	jitter      float64 // the back-off's random number (default 0.5)
+	credential  string  // default botToken
 }
 
-func newRig(t *testing.T, o rigOpts) *rig {
+func newRig(t testing.TB, o rigOpts) *rig {
 	t.Helper()
 	a, err := adapter()
 	if err != nil {
@@ -269,9 +288,15 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	}
 	r.opts = channels.Options{Store: r.st, Clock: o.clock, Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		SendRate: -1, EditInterval: edit, MaxResponseBytes: o.maxResponse, Rand: func() float64 { return 0.5 }}
+	if o.jitter != 0 {
+		r.opts.Rand = func() float64 { return o.jitter }
+	}
 	r.host = channels.New(r.opts)
 	r.cfg = channels.Config{Name: "telegram", APIBase: r.bot.url(), DMPolicy: o.policy, AllowFrom: o.allowFrom,
 		PollTimeout: o.pollTimeout, Credential: []byte(botToken), Adapter: r.rec}
+	if o.credential != "" {
+		r.cfg.Credential = []byte(o.credential)
+	}
 	if err := r.host.Add(t.Context(), r.cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +311,8 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	}
 	r.hs = httptest.NewServer(r.srv.Handler())
 	t.Cleanup(func() {
-		r.close()
-		r.hs.Close()
-		r.srv.Close(context.Background())
-		r.st.Close(context.Background())
-		if t.Failed() {
+		r.shutdown()
+		if t.Failed() || os.Getenv("BUDDY_TEST_LOG") != "" {
 			t.Logf("channel log:\n%s", r.logs)
 		}
 	})
@@ -309,6 +331,18 @@ func (r *rig) start() {
 	}()
 }
 
+// shutdown stops everything (once): the host, the page, the store.
+func (r *rig) shutdown() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.close()
+	r.hs.Close()
+	r.srv.Close(context.Background())
+	r.st.Close(context.Background())
+}
+
 // close stops the host as buddy serve does.
 func (r *rig) close() {
 	if r.stop == nil {
@@ -322,8 +356,21 @@ func (r *rig) close() {
 	r.stop = nil
 }
 
+// advanceUntil moves the fake clock a second at a time until cond holds.
+func (r *rig) advanceUntil(clk *fakeClock, what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting for %s", what)
+		}
+		clk.Advance(time.Second)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // eventually waits for cond (real time).
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for !cond() {
