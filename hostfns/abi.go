@@ -50,6 +50,10 @@ const (
 	// FnMemRecall (req i64) -> i64: req = {"query":..,"limit":N},
 	// payload = {"memories":[{"id","text","tags","created_at"}]}.
 	FnMemRecall = "memory_recall"
+	// FnSchedule (req i64) -> i64: req = {"action":"add"|"list"|"remove", ...}
+	// (docs/HOST_ABI.md), payload = JSON. Needs the schedule grant (the
+	// built-in schedule skill only).
+	FnSchedule = "schedule"
 )
 
 // Log levels of FnLog, the same numbers as Extism's.

@@ -44,6 +44,9 @@ type Grants struct {
 	Env     []string      // environment variable names the skill may read
 	// Namespace is the skill's key-value and memory namespace; "" = no access.
 	Namespace string
+	// Schedule lets the skill create, list and remove scheduled jobs
+	// (FnSchedule).
+	Schedule bool
 
 	MaxReadBytes  int64         // 0 = hostfns/fs default
 	MaxWriteBytes int64         // 0 = hostfns/fs default
@@ -53,13 +56,15 @@ type Grants struct {
 
 // Empty reports whether g grants nothing but logging.
 func (g Grants) Empty() bool {
-	return len(g.Read) == 0 && len(g.Write) == 0 && len(g.Domains) == 0 && len(g.Env) == 0 && g.Namespace == ""
+	return len(g.Read) == 0 && len(g.Write) == 0 && len(g.Domains) == 0 && len(g.Env) == 0 && g.Namespace == "" && !g.Schedule
 }
 
 // Deps are the implementations host functions need, handed in by cmd/.
 type Deps struct {
 	KV       KV
 	Memories Memories
+	// Jobs serves FnSchedule (the scheduler, through cmd/).
+	Jobs Jobs
 	// Getenv reads the host environment; nil = os.LookupEnv.
 	Getenv func(string) (string, bool)
 	// HTTPOptions configure the fetcher (a resolver or TLS roots for tests).
@@ -75,6 +80,12 @@ type Call interface {
 	Charge(units int64)
 	// Log records a guest log line (size and rate limited by the runtime).
 	Log(level int32, msg string)
+}
+
+// Jobs is what FnSchedule needs of the scheduler: a JSON request in, a
+// JSON answer out (docs/HOST_ABI.md). Errors carry their kind (errs).
+type Jobs interface {
+	Schedule(ctx context.Context, req []byte) ([]byte, error)
 }
 
 // Kernel is the Extism kernel memory of the running call, as host functions
@@ -289,6 +300,20 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 				}
 			}
 			out, err := json.Marshal(map[string][]Memory{"memories": ms})
+			finish(ctx, k, stack, out, err)
+		}, ptrs(1), ptrs(1))
+	}
+	if g.Schedule {
+		if d.Jobs == nil {
+			return nil, errs.New(errs.ErrConfig, "schedule grant without a scheduler")
+		}
+		jobs := d.Jobs
+		s.add(FnSchedule, func(ctx context.Context, k Kernel, stack []uint64) {
+			req, ok := readArg(ctx, k, FnSchedule, stack[0], maxReqBytes, stack)
+			if !ok {
+				return
+			}
+			out, err := jobs.Schedule(ctx, req)
 			finish(ctx, k, stack, out, err)
 		}, ptrs(1), ptrs(1))
 	}

@@ -72,8 +72,8 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 	}
 	res := m.manifest.Resources
 	// An input takes at most a quarter of the memory cap, as under go-sdk
-	// (whose kernel dropped a larger one without a word: RUNTIME.md §3.2),
-	// so that the guest has room to copy it and answer.
+	// (whose kernel dropped a larger one without a word: rc 0, no output, no
+	// error), so that the guest has room to copy it and answer.
 	maxIn := min(m.r.opts.MaxInputBytes, int64(res.MaxPages())*65536/4)
 	if int64(len(input)) > maxIn {
 		return nil, errs.New(ErrTooLarge, fmt.Sprintf("input of %d bytes is over the %d-byte cap", len(input), maxIn))

@@ -34,8 +34,9 @@ type sig struct{ params, results []api.ValueType }
 
 // kernelImports are the Extism kernel functions a guest may import, with the
 // signatures go-sdk v1.7.1 defines (host.go instantiateEnvModule). The HTTP
-// functions are refused: they re-check no redirect hop and no dialled address
-// (RUNTIME.md §7.2); buddy:host/v1.http_get is the way to the network.
+// functions are refused: they check only the first URL's host, follow
+// redirects unchecked and filter no dialled address;
+// buddy:host/v1.http_get is the way to the network.
 var kernelImports = map[string]sig{
 	"alloc":            {[]api.ValueType{i64}, []api.ValueType{i64}},
 	"free":             {[]api.ValueType{i64}, nil},
@@ -75,8 +76,9 @@ var refusedKernel = map[string]bool{"http_request": true, "http_status_code": tr
 
 // wrappedKernel are the kernel imports the instrumenter moves to buddy:kernel,
 // where the runtime meters them, checks the deadline, caps allocations
-// (RUNTIME.md §2.3, §3.2) and keeps guest stores inside guest blocks
-// (kernel.go).
+// (a kernel call's work grows with its blocks and is not guest code, so
+// neither fuel nor refuel would see it) and keeps guest stores inside guest
+// blocks (kernel.go).
 var wrappedKernel = map[string]bool{"alloc": true, "free": true, "length": true, "length_unsafe": true,
 	"output_set": true, "store_u8": true, "store_u64": true, "reset": true,
 	// Served by the Go kernel (hostmods.go, kernel.go).
@@ -102,6 +104,7 @@ var capabilityOf = map[string]string{
 	hostfns.FnKVDelete:    "memory",
 	hostfns.FnMemRemember: "memory",
 	hostfns.FnMemRecall:   "memory",
+	hostfns.FnSchedule:    "schedule",
 }
 
 // Info describes a module: what it imports and exports, and its hash.
@@ -186,6 +189,7 @@ var effectOf = map[string]Permission{
 	hostfns.FnKVDelete:    Mutating,
 	hostfns.FnMemRemember: Mutating,
 	hostfns.FnHTTPGet:     Network,
+	hostfns.FnSchedule:    Mutating,
 }
 
 // checkPermission refuses a module whose imports exceed its permission level:
@@ -221,6 +225,8 @@ func declares(c Capabilities, name string) bool {
 		return len(c.Env) > 0
 	case "memory":
 		return c.Memory
+	case "schedule":
+		return c.Schedule
 	}
 	return false
 }

@@ -19,14 +19,14 @@ import (
 // Permission is what a skill's effects are, for the approval gate.
 type Permission string
 
-// The permission levels (MISSION §1, §4).
+// The permission levels (docs/CONFIG.md, "skill.toml" and "Approval").
 const (
 	ReadOnly Permission = "read_only"
 	Mutating Permission = "mutating"
 	Network  Permission = "network"
 )
 
-// Manifest defaults and bounds (docs/MANIFEST.md).
+// Manifest defaults and bounds (docs/CONFIG.md, "skill.toml").
 const (
 	DefaultFuel       = 1_000_000_000
 	DefaultMemoryMB   = 16
@@ -62,6 +62,9 @@ type Capabilities struct {
 	Network    []string `json:"network"` // domain patterns: "example.com", "*.example.com"
 	Env        []string `json:"env"`     // environment variable names
 	Memory     bool     `json:"memory"`  // its own key-value and memory namespace
+	// Schedule asks for the schedule host function (granted to the
+	// built-in schedule skill only).
+	Schedule bool `json:"schedule,omitempty"`
 }
 
 // Resources are the per-call limits a skill asks for.
@@ -116,6 +119,7 @@ type manifestFile struct {
 		Network    []string `toml:"network"`
 		Env        []string `toml:"env"`
 		Memory     bool     `toml:"memory"`
+		Schedule   bool     `toml:"schedule"`
 	} `toml:"capabilities"`
 	Resources struct {
 		Fuel     *int64  `toml:"fuel"`
@@ -232,7 +236,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 
 	c := &f.Capabilities
-	m.Capabilities = Capabilities{FilesRead: c.FilesRead, FilesWrite: c.FilesWrite, Memory: c.Memory}
+	m.Capabilities = Capabilities{FilesRead: c.FilesRead, FilesWrite: c.FilesWrite, Memory: c.Memory, Schedule: c.Schedule}
 	for i, d := range c.Network {
 		e, err := allow.Parse(d, allow.Manifest)
 		if err != nil {

@@ -114,7 +114,7 @@ permission = "mutating"
 		t.Errorf("got\n%#v\nwant\n%#v", m, want)
 	}
 	if DefaultFuel != 1e9 || DefaultMemoryMB != 16 || DefaultTimeout != 5*time.Second || DefaultEntrypoint != "run" {
-		t.Error("defaults differ from MISSION §1")
+		t.Error("defaults differ from docs/CONFIG.md (skill.toml)")
 	}
 }
 

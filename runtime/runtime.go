@@ -207,8 +207,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		r.cache = wazero.NewCompilationCache()
 	}
 	// The original of every module is validated by wazero before it is
-	// instrumented (RUNTIME.md §1.2): an invalid upload must not become valid by
-	// our rewriting. The interpreter validates without generating native code.
+	// instrumented: an invalid upload must not become valid by our rewriting
+	// (docs/RATIONALE.md, "Safety of the rewrite"). The interpreter validates without generating native code.
 	r.validator = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().
 		WithCoreFeatures(api.CoreFeaturesV2).WithDebugInfoEnabled(false))
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -245,7 +245,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 func (r *Runtime) runtimeConfig(maxPages uint32) wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfig().
 		WithCoreFeatures(api.CoreFeaturesV2).
-		WithCloseOnContextDone(false). // our refuel is the preemption point (RUNTIME.md §2)
+		WithCloseOnContextDone(false). // our refuel is the preemption point (docs/RATIONALE.md, "Deadline (wall clock)")
 		WithDebugInfoEnabled(false).   // DWARF offsets are wrong after instrumenting anyway
 		WithCompilationCache(r.cache).
 		WithMemoryLimitPages(maxPages)

@@ -9,7 +9,7 @@ import (
 // Extism vars (var_get/var_set) are served here with the rest of the kernel
 // (kernel.go): the instrumenter moves the imports to buddy:kernel like the
 // other kernel calls. (go-sdk's own var_get wrote the value at kernel offset
-// 0 when the allocation for it failed, RUNTIME.md §3.3.)
+// 0, over the allocator's root, when the allocation for it failed.)
 //
 // Vars live in the call's state: they start empty and nothing survives the
 // call, as with everything else in a skill. A plugin that keeps a running

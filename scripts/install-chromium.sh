@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# install-chromium.sh - the browser the page tests drive (internal/server/web_test.go):
+# install-chromium.sh - the browser the page tests drive (internal/front/server/web_test.go):
 # Debian's chromium, from apt. Idempotent: a no-op once /usr/bin/chromium exists.
 #
 # Usage:

@@ -43,6 +43,9 @@ func hostRememberRaw(req uint64) uint64
 //go:wasmimport buddy:host/v1 memory_recall
 func hostRecallRaw(req uint64) uint64
 
+//go:wasmimport buddy:host/v1 schedule
+func hostScheduleRaw(req uint64) uint64
+
 func hostSetError(msg string) { kernelErrorSet(storeBlock([]byte(msg))) }
 
 // The Extism kernel functions skillkit uses (module extism:host/env, with
@@ -193,4 +196,10 @@ func hostRecall(req []byte) []byte {
 	r := block(req)
 	defer r.Free()
 	return result(hostRecallRaw(r.Offset()))
+}
+
+func hostSchedule(req []byte) []byte {
+	r := block(req)
+	defer r.Free()
+	return result(hostScheduleRaw(r.Offset()))
 }

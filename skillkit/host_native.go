@@ -88,3 +88,4 @@ func hostKVSet(key, value []byte) []byte   { return call("kv_set", key, value) }
 func hostKVDelete(key []byte) []byte       { return call("kv_delete", key) }
 func hostRemember(req []byte) []byte       { return call("memory_remember", req) }
 func hostRecall(req []byte) []byte         { return call("memory_recall", req) }
+func hostSchedule(req []byte) []byte       { return call("schedule", req) }

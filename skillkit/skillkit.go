@@ -324,6 +324,22 @@ func Recall(query string, limit int) ([]Memory, error) {
 	return resp.Memories, nil
 }
 
+// Schedule sends a request to buddy's scheduler (the schedule host
+// function, granted to the built-in schedule skill only) and returns its
+// JSON answer: {"action":"add","kind":"reminder","at":"+10m","text":"…"},
+// {"action":"list"}, {"action":"remove","id":"j_…"} (docs/HOST_ABI.md).
+func Schedule(req any) (json.RawMessage, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, &Error{Kind: KindInvalidInput, Message: "schedule: " + err.Error()}
+	}
+	out, err := decode("schedule", hostSchedule(b))
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(out), nil
+}
+
 // KindOf returns the kind of err, KindInternal for errors skillkit did not make.
 func KindOf(err error) Kind {
 	var e *Error

@@ -1,6 +1,6 @@
 // Package templates holds the project scaffolds of `buddy skill init`: one tree
 // per language (tinygo/, rust/) and common/, the files every language shares
-// (skill.toml, test.sh). internal/scaffold renders them.
+// (skill.toml, test.sh). internal/skills/scaffold renders them.
 //
 //	files, err := templates.Files("rust") // common/ overlaid with rust/
 //	for _, f := range files {
@@ -8,7 +8,7 @@
 //		...
 //	}
 //
-// Conventions, relied on by internal/scaffold and checked by this package's
+// Conventions, relied on by internal/skills/scaffold and checked by this package's
 // tests:
 //   - Every file is named NAME.tmpl and is written as NAME: go:embed cannot
 //     cross a nested go.mod, and a template .go file must not compile as part

@@ -76,12 +76,12 @@ func (e *env) openChannels(ctx context.Context, log *slog.Logger) (*channels.Hos
 // channelsHandler is server.Options.NewChannels: the channels get their own
 // gate (env.newGate, asking on the page and in the chat) and agent loop,
 // and the page's routes.
-func (e *env) channelsHandler(h *channels.Host, newAgent func(catalog.Skills) *agent.Agent, log *slog.Logger) func(server.ChannelHost) http.Handler {
+func (e *env) channelsHandler(h *channels.Host, newAgent func(catalog.Skills, agentVariant) *agent.Agent, log *slog.Logger) func(server.ChannelHost) http.Handler {
 	return func(host server.ChannelHost) http.Handler {
 		if len(h.Names()) > 0 {
 			gate := e.newGate(approval.AskerFunc(h.Ask), log)
 			var ag channels.Agent
-			if a := newAgent(gate); a != nil {
+			if a := newAgent(gate, agentVariant{}); a != nil {
 				ag = a
 			}
 			h.Attach(host, ag)

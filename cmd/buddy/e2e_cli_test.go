@@ -785,8 +785,8 @@ func TestConfigDiscovery(t *testing.T) {
 }
 
 // TestAssemblyScriptDefaultBuild: as_plugin.wasm is AssemblyScript's default
-// output, whose runtime initialisation is a start section. MISSION §1: a
-// plugin written with any Extism PDK runs unchanged.
+// output, whose runtime initialisation is a start section: a plugin written
+// with any Extism PDK runs unchanged.
 func TestAssemblyScriptDefaultBuild(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)

@@ -366,7 +366,7 @@ func TestServeInvoke(t *testing.T) {
 }
 
 // TestServeGCPolicy: buddy serve applies its collector policy
-// (internal/gcpolicy) and says so, unless GOGC or GOMEMLIMIT is set in its
+// (internal/proc/gcpolicy) and says so, unless GOGC or GOMEMLIMIT is set in its
 // environment, which it then leaves in force.
 func TestServeGCPolicy(t *testing.T) {
 	t.Parallel()

@@ -6,7 +6,7 @@
 // terminal), checking the contract of main.go: output on stdout, and on
 // failure "error: <kind>: <detail>" on stderr with errs.ExitCode(kind).
 //
-// This file holds the harness and the hostile tables of internal/hostile run
+// This file holds the harness and the hostile tables of internal/testkit/hostile run
 // through the read_file, write_file and fetch_url built-ins;
 // e2e_cli_test.go holds the CLI contract, module files, list/info, the
 // install lifecycle and configuration discovery.

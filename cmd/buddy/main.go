@@ -14,6 +14,7 @@
 //	buddy mcp                                         # the skills over MCP on stdio (docs/PROTOCOL.md#mcp)
 //	buddy chat [--url URL] [--conversation ID]        # chat with a running buddy serve in the terminal
 //	buddy pair list | approve CODE | revoke USER_ID   # who may talk to buddy in a chat channel (docs/CHANNELS.md)
+//	buddy schedule add reminder --at +10m --text "call the plumber" | list [--json] | rm ID
 //
 // On failure buddy prints "error: <kind>: <detail>" on stderr and exits with
 // the kind's code (README "Exit codes"); that contract is stable.
@@ -32,6 +33,10 @@ import (
 
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/base/textsafe"
+
+	// Time zones without the host's files: [scheduler] timezone must load
+	// the same everywhere.
+	_ "time/tzdata"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -112,6 +117,11 @@ Usage:
                                       chat channels: pairing codes waiting, paired users
   buddy pair approve CODE             pair the sender of a code (docs/CHANNELS.md)
   buddy pair revoke [--channel NAME] USER_ID|CODE
+  buddy schedule add reminder --at TIME --text TEXT
+  buddy schedule add check (--at TIME | --every DURATION | --cron EXPR) --prompt TEXT
+                                      TIME: RFC 3339 or +DURATION; cron in [scheduler] timezone
+  buddy schedule list [--json]        the jobs (reminders, checks, the heartbeat)
+  buddy schedule rm ID
   buddy version
 
 Every command takes --config FILE (else $BUDDY_CONFIG,
@@ -146,6 +156,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.chat(ctx, args[1:])
 	case "pair":
 		return a.pair(ctx, args[1:])
+	case "schedule":
+		return a.schedule(ctx, args[1:])
 	}
 	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown command %q (see buddy help)", args[0]))
 }

@@ -11,12 +11,21 @@ import (
 
 // liveKeys are the buddy.toml keys (besides every [skills.*] section) that
 // a reload (SIGHUP) applies to the next call: the registry is rebuilt with
-// the new grants and limits, and the gate reads [approval] at every call.
+// the new grants and limits, the gate reads [approval] at every call, and
+// the budget reads [budget] before every model request.
 // Any other key that changed is named in the reload's log line as needing a
 // restart (docs/CONFIG.md, "Reloading").
 var liveKeys = []string{
 	"approval.after_private_read",
 	"approval.timeout",
+	"budget.tokens_per_day",
+	"budget.tokens_per_job_per_day",
+	"budget.tokens_per_month",
+	"budget.tokens_per_turn",
+	"budget.usd_per_day",
+	"budget.usd_per_job_per_day",
+	"budget.usd_per_month",
+	"budget.usd_per_turn",
 	"limits.fetch_timeout",
 	"limits.max_fetch_bytes",
 	"limits.max_fuel",

@@ -20,7 +20,14 @@ import (
 	"github.com/buddy-run/buddy/internal/front/server"
 	"github.com/buddy-run/buddy/internal/proc/gcpolicy"
 	"github.com/buddy-run/buddy/internal/proc/osmem"
+	"github.com/buddy-run/buddy/internal/scheduler"
 )
+
+// deliverer is where scheduled jobs' notifications go besides the page: a
+// paired channel (the chat app the owner uses) when one is configured; nil
+// until then. A channel that can also ask about held calls implements
+// scheduler.HeldAsker and answers with server.Server.Answer.
+var deliverer scheduler.Deliverer
 
 // shutdownGrace bounds how long a stopping server waits for calls to end
 // after canceling them.
@@ -62,7 +69,12 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 		log.Info("expired approvals left pending by the last run", "count", n)
 	}
 
-	newAgent, err := e.agentFactory(ctx, log)
+	loc, err := cfg.Scheduler.Location()
+	if err != nil {
+		return errs.Wrap(errs.ErrConfig, "scheduler.timezone", err)
+	}
+	meter := e.newMeter(loc)
+	newAgent, err := e.agentFactory(ctx, log, meter)
 	if err != nil {
 		return err
 	}
@@ -71,6 +83,32 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	chans, err := e.openChannels(ctx, log)
 	if err != nil {
 		return err
+	}
+	// The scheduler: its own gate (asking through held approvals), its
+	// agents, and the page to notify once the server exists.
+	page := &pageProxy{}
+	sched, err := e.newScheduler(log, page, deliverer)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if cerr := sched.Close(stop); cerr != nil {
+			log.Warn("stopping the scheduler", "err", cerr)
+		}
+	}()
+	e.jobs.set(sched) // the schedule skill adds through the running scheduler
+	schedGate := e.newGate(sched.Asker(), log, scheduler.HoldFor)
+	checkAgent := newAgent(sched.Skills(schedGate, false), agentVariant{systemPrompt: scheduler.SystemPrompt(cfg.Provider.SystemPrompt)})
+	beatAgent := newAgent(sched.Skills(schedGate, true), agentVariant{systemPrompt: scheduler.SystemPrompt(scheduler.HeartbeatPrompt),
+		model: cfg.Scheduler.HeartbeatModel, lean: true})
+	if checkAgent != nil {
+		var beat scheduler.Agent
+		if beatAgent != nil {
+			beat = beatAgent
+		}
+		sched.SetAgents(checkAgent, beat)
 	}
 	live := e.live
 	var mcpSrv *mcpserver.Server
@@ -82,11 +120,13 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 			return e.newGate(asker, log)
 		},
 		NewAgent: func(gate server.Gate) server.Agent {
-			if a := newAgent(gate); a != nil {
+			if a := newAgent(gate, agentVariant{}); a != nil {
 				return a
 			}
 			return nil
 		},
+		Schedule: sched,
+		Spending: meter,
 		NewMCP: func(host server.MCPHost) http.Handler {
 			mcpSrv, mcpErr = newServeMCP(ctx, e, log, host)
 			if mcpErr != nil {
@@ -110,6 +150,13 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	}
 	defer mcpSrv.Close()
 	go mcpSrv.Watch(ctx)
+	page.set(srv)
+	sched.SinkFor(srv.TurnSink)
+	go func() {
+		if err := sched.Run(ctx); err != nil {
+			log.Error("the scheduler stopped", "err", err)
+		}
+	}()
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return errs.Wrap(errs.ErrUnavailable, "listening on "+listen, err)
@@ -130,7 +177,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	}
 	// Everything is up: give back what start-up touched once (the
 	// executable's pages its packages' init functions read, the heap's
-	// garbage); what serving uses comes back on first use (internal/osmem).
+	// garbage); what serving uses comes back on first use (internal/proc/osmem).
 	switch r, err := osmem.ReleaseStartup(); {
 	case err == nil:
 		log.Info("start-up memory released", "rss_before_mib", mebibytes(r.Before), "rss_after_mib", mebibytes(r.After))
@@ -138,7 +185,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 		log.Warn("releasing start-up memory", "err", err)
 	}
 	// Then the collector's policy for serving: more heap, fewer cycles under
-	// a burst, within a memory limit (internal/gcpolicy).
+	// a burst, within a memory limit (internal/proc/gcpolicy).
 	if restore, applied := gcpolicy.Apply(ctx, gcpolicy.Serve, os.Getenv); applied {
 		defer restore()
 		log.Info("garbage collector", "gc_percent", gcpolicy.Serve.Percent, "memory_limit_mib", mebibytes(gcpolicy.Serve.Limit))

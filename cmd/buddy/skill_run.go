@@ -174,7 +174,7 @@ func isModuleFile(target string) bool {
 func (a *app) readInput(v string) ([]byte, error) {
 	// Bounded, and from a regular file only: a FIFO or /dev/zero named with
 	// @ would hang or exhaust memory. (Whether the bytes must be UTF-8 JSON
-	// is the callee's to say: registry.ValidateInput refuses invalid UTF-8
+	// is the callee's to say: skills.ValidateInput refuses invalid UTF-8
 	// for a registered skill; a module file takes bytes.)
 	switch {
 	case v == "-":

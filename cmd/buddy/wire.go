@@ -38,14 +38,23 @@ import (
 // live across reloads, and the SKILL.md skills), reads [approval] as it is
 // now at every call, records every call in the audit log, checks SKILL.md
 // bindings, and keeps what it learns of a conversation in the store.
-func (e *env) newGate(asker approval.Asker, log *slog.Logger) *approval.Gate {
+//
+// holdFor, when given, replaces [approval] timeout: the scheduler's gate
+// holds a scheduled turn's question that long (scheduler.HoldFor).
+func (e *env) newGate(asker approval.Asker, log *slog.Logger, holdFor ...time.Duration) *approval.Gate {
 	var cat catalog.Catalog = e.live
 	cat = e.md.union(cat)
 	opts := approval.Options{
-		Asker:    asker,
-		Settings: func() approval.Settings { return approvalSettings(e.config()) },
-		Record:   audit.Recorder(e.st, log),
-		Guard:    e.md.guard(),
+		Asker: asker,
+		Settings: func() approval.Settings {
+			s := approvalSettings(e.config())
+			if len(holdFor) > 0 {
+				s.Timeout = holdFor[0]
+			}
+			return s
+		},
+		Record: audit.Recorder(e.st, log),
+		Guard:  e.md.guard(),
 	}
 	if e.st != nil {
 		opts.State = e.st
@@ -156,6 +165,9 @@ type env struct {
 	// md is the SKILL.md skills (nil when [instructions] is disabled or
 	// the registry was not asked for).
 	md *skillsMD
+	// jobs serves the schedule skill's host function: a scheduler over
+	// the store that runs nothing (the CLI), or buddy serve's.
+	jobs *scheduleHost
 }
 
 // openEnv loads the configuration and starts the runtime; withStore also
@@ -198,6 +210,14 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 		}
 	}
 	e.now.Store(e.cfg)
+	if e.st != nil {
+		s, err := e.newScheduler(slog.New(slog.DiscardHandler), nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		e.jobs = &scheduleHost{}
+		e.jobs.set(s)
+	}
 	if withRegistry {
 		reg, err := e.newRegistry(ctx, e.cfg)
 		if err != nil {
@@ -218,7 +238,7 @@ func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*skills.Regi
 		Runtime: e.rt,
 		Config:  cfg,
 		Store:   e.st,
-		Deps:    hostfns.Deps{KV: e.st, Memories: e.st},
+		Deps:    hostfns.Deps{KV: e.st, Memories: e.st, Jobs: e.jobsDep()},
 	})
 }
 
@@ -414,25 +434,67 @@ func contextWindow(ctx context.Context, p config.Provider, prov agent.Provider, 
 	return agent.DefaultWindow
 }
 
+// agentVariant is what differs between the agents of one process: the
+// server's turns, a scheduled check's, the heartbeat's.
+type agentVariant struct {
+	// systemPrompt replaces the configured one when not "".
+	systemPrompt string
+	// model replaces [provider] model when not "" (heartbeat_model).
+	model string
+	// lean turns see no history (the heartbeat).
+	lean bool
+}
+
 // agentFactory builds the provider [provider] names (nil: none) and learns
 // its model's context window once, and returns what builds the agent loop
-// over a gate: nil without a provider.
-func (e *env) agentFactory(ctx context.Context, log *slog.Logger) (func(gate catalog.Skills) *agent.Agent, error) {
+// over a gate: nil without a provider. Every agent is metered by meter
+// ([budget], before every request).
+func (e *env) agentFactory(ctx context.Context, log *slog.Logger, meter agent.Meter) (func(gate catalog.Skills, v agentVariant) *agent.Agent, error) {
 	cfg := e.cfg
 	provider, err := newProvider(cfg.Provider)
 	if err != nil || provider == nil {
-		return func(catalog.Skills) *agent.Agent { return nil }, err
+		return func(catalog.Skills, agentVariant) *agent.Agent { return nil }, err
 	}
 	window := contextWindow(ctx, cfg.Provider, provider, log)
-	return func(gate catalog.Skills) *agent.Agent {
+	providers := map[string]agent.Provider{cfg.Provider.Model: provider}
+	var mu sync.Mutex
+	providerFor := func(model string) (agent.Provider, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := providers[model]; ok {
+			return p, nil
+		}
+		pc := cfg.Provider
+		pc.Model = model
+		p, err := newProvider(pc)
+		if err != nil {
+			return nil, err
+		}
+		providers[model] = p
+		return p, nil
+	}
+	return func(gate catalog.Skills, v agentVariant) *agent.Agent {
+		model := cfg.Provider.Model
+		if v.model != "" {
+			model = v.model
+		}
+		prov, err := providerFor(model)
+		if err != nil {
+			log.Error("building the provider", "model", model, "err", err)
+			return nil
+		}
+		system := cfg.Provider.SystemPrompt
+		if v.systemPrompt != "" {
+			system = v.systemPrompt
+		}
 		return agent.New(agent.Options{
-			Provider: provider, Skills: gate, History: e.st, Logger: log,
-			SystemPrompt: cfg.Provider.SystemPrompt, MaxIterations: cfg.Provider.MaxIterations,
+			Provider: prov, Skills: gate, History: e.st, Logger: log,
+			SystemPrompt: system, MaxIterations: cfg.Provider.MaxIterations,
 			NewCallID:         func() string { return server.NewCallID() },
 			InstructionTokens: cfg.Instructions.PromptTokens,
-			Window:            window, Reserve: int(cfg.Provider.MaxTokens), Model: cfg.Provider.Model,
+			Window:            window, Reserve: int(cfg.Provider.MaxTokens), Model: model,
 			PriceInPerMTok: cfg.Provider.PricePerMtokIn, PriceOutPerMTok: cfg.Provider.PricePerMtokOut,
-			Usage: e.st, OnCompaction: compactionRecorder(e.st, log),
+			Usage: e.st, OnCompaction: compactionRecorder(e.st, log), Meter: meter, Lean: v.lean,
 		})
 	}, nil
 }

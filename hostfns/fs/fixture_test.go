@@ -16,7 +16,7 @@ import (
 	"github.com/buddy-run/buddy/internal/testkit/hostile"
 )
 
-// The fixture's secrets and caps: the shared tree's (internal/hostile).
+// The fixture's secrets and caps: the shared tree's (internal/testkit/hostile).
 const (
 	secretOutside = hostile.SecretOutside
 	secretEvil    = hostile.SecretEvil

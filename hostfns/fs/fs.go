@@ -69,7 +69,7 @@
 //
 // # Errors
 //
-// Every error wraps one of the kinds of internal/errs ([errs.ErrForbidden],
+// Every error wraps one of the kinds of internal/base/errs ([errs.ErrForbidden],
 // [errs.ErrNotFound], [errs.ErrTooLarge], [errs.ErrInvalidInput],
 // [errs.ErrUnavailable] for I/O failures, [errs.ErrCanceled] or [errs.ErrTimeout]
 // for the context) and names the path as the guest supplied it, quoted, never

@@ -105,6 +105,15 @@ type Options struct {
 	Usage UsageRecorder
 	// OnCompaction, if set, is told of every compaction (the audit log).
 	OnCompaction func(ctx context.Context, c Compaction)
+	// Meter, if set, is asked before every model request ([budget]):
+	// a refusal ends the turn before the request (meter.go).
+	Meter Meter
+	// Now stamps the usage rows; nil = the store's clock. (A scheduler
+	// under a fake clock counts days by it.)
+	Now func() time.Time
+	// Lean turns see no history: only the turn's own messages, and no
+	// SKILL.md list (the heartbeat). Their messages are still stored.
+	Lean bool
 }
 
 // UsageRecorder keeps a usage row per model request (the store).
@@ -205,12 +214,20 @@ type TurnUsage struct {
 // context-exceeded answer compacts harder and retries once.
 func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) Outcome {
 	var out Outcome
-	c := a.hist.get(conversation)
+	var c *convHistory
+	if a.opts.Lean {
+		// No history: the turn's own messages only.
+		c = &convHistory{loaded: true, asked: map[string]bool{}, answer: map[string]bool{}}
+	} else {
+		c = a.hist.get(conversation)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := a.refresh(ctx, conversation, c); err != nil {
-		a.hist.forget(conversation)
-		return a.fail(out, err)
+	if !a.opts.Lean {
+		if err := a.refresh(ctx, conversation, c); err != nil {
+			a.hist.forget(conversation)
+			return a.fail(out, err)
+		}
 	}
 	// Writes overlap the work that follows them (the model call, the skill
 	// call) instead of delaying it; each later write waits for the one
@@ -231,7 +248,10 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 	}
 	b := a.budget()
 	out.Usage.WindowTokens = int64(b.window)
-	skills := a.skillList(tools)
+	skills := ""
+	if !a.opts.Lean {
+		skills = a.skillList(tools)
+	}
 	var told []string // what the user was told was left out
 	fixed := func() fixedPart {
 		// Fitted again at every request: the calibration may have
@@ -258,6 +278,11 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 				return a.fail(out, err)
 			}
 			streamed.Reset()
+			done, err := a.reserve(ctx, conversation, store.UsageTurn, a.estimate(req.System, req.Tools, req.Messages), b, &out)
+			if err != nil {
+				_ = pending()
+				return a.fail(out, err)
+			}
 			resp, err = a.opts.Provider.Stream(ctx, req, func(d string) {
 				if d == "" {
 					return
@@ -265,11 +290,14 @@ func (a *Agent) Turn(ctx context.Context, conversation, text string, sink Sink) 
 				streamed.WriteString(d)
 				sink.Delta(d)
 			})
+			if err == nil {
+				a.account(ctx, conversation, store.UsageTurn, req, resp, b, &out)
+			}
+			done()
 			if werr := pending(); werr != nil {
 				return a.fail(out, werr)
 			}
 			if err == nil {
-				a.account(ctx, conversation, store.UsageTurn, req, resp, b, &out)
 				break
 			}
 			if ctx.Err() != nil {
@@ -516,7 +544,11 @@ func (a *Agent) account(ctx context.Context, conversation, purpose string, req R
 	if a.opts.Usage == nil {
 		return
 	}
-	err := a.opts.Usage.AppendUsage(context.WithoutCancel(ctx), store.Usage{Conversation: conversation, Purpose: purpose, Model: a.opts.Model,
+	var at time.Time
+	if a.opts.Now != nil {
+		at = a.opts.Now()
+	}
+	err := a.opts.Usage.AppendUsage(context.WithoutCancel(ctx), store.Usage{Conversation: conversation, Time: at, Purpose: purpose, Model: a.opts.Model,
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Reported: u.Reported,
 		WindowTokens: int64(b.window), CostMicroUSD: cost})
 	if err != nil {

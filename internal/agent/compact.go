@@ -194,11 +194,17 @@ func (a *Agent) summarise(ctx context.Context, conversation string, prev *summar
 	req := Request{System: summarySystem, Messages: []Message{{Role: RoleUser,
 		Text: "Summarise this conversation so far:\n\n" + strings.Join(parts, "\n\n")}}}
 	start := time.Now()
-	resp, err := a.opts.Provider.Stream(ctx, req, func(string) {})
+	done, err := a.reserve(ctx, conversation, store.UsageSummary, a.estimate(req.System, nil, req.Messages), b, out)
 	if err != nil {
 		return "", err
 	}
+	resp, err := a.opts.Provider.Stream(ctx, req, func(string) {})
+	if err != nil {
+		done()
+		return "", err
+	}
 	a.account(ctx, conversation, store.UsageSummary, req, resp, b, out)
+	done()
 	text := strings.TrimSpace(resp.Text)
 	if text == "" {
 		return "", errs.New(errs.ErrUnavailable, "the model's summary was empty")

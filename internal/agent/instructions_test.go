@@ -72,7 +72,7 @@ func (c *readCatalog) Invoke(context.Context, catalog.Call) (*catalog.Result, er
 
 // TestInstructionSkills: the system prompt lists instruction skills by name
 // and description only; skill_NAME loads one through the gate; once loaded,
-// its declared permissions refuse a read outside **/*.md (seed 001) in that
+// its declared permissions refuse a read outside **/*.md in that
 // conversation, while another conversation is unrestricted.
 func TestInstructionSkills(t *testing.T) {
 	work := t.TempDir()

@@ -1,6 +1,7 @@
 // Package approval is the gate between a request to run a skill and the
 // skill: read-only skills run at once, mutating and network skills wait for
-// the user's answer unless their policy says otherwise (MISSION §4).
+// the user's answer unless their policy says otherwise (docs/CONFIG.md,
+// "Approval").
 //
 // The Gate wraps the catalog of skills and is itself a catalog.Invoker: it is
 // the only Invoker a front end (the WebSocket server, MCP, the CLI) holds, so

@@ -12,7 +12,8 @@
 //
 // The call path (docs/RATIONALE.md, "Project structure and call path"):
 //
-//	server | mcpserver | cmd → approval.Gate → registry (a Catalog) → runtime → hostfns → OS
+//	front/server (and its agent) | front/mcpserver | cmd skill run
+//	  → approval.Gate → skills.Registry (a Catalog) → runtime → hostfns → OS
 package catalog
 
 import (
@@ -25,7 +26,7 @@ import (
 	"time"
 )
 
-// Permission is a skill's permission level (MISSION §1).
+// Permission is a skill's permission level (skill.toml's permission).
 type Permission string
 
 // The permission levels.
@@ -35,7 +36,8 @@ const (
 	Network  Permission = "network"
 )
 
-// Policy is a skill's approval policy (MISSION §4).
+// Policy is a skill's approval policy (buddy.toml's approval; docs/CONFIG.md,
+// "Approval").
 type Policy string
 
 // The approval policies.
@@ -128,7 +130,7 @@ type Info struct {
 	Problem string
 	SHA256  string
 	// Type is "" for a WebAssembly skill, or a SKILL.md skill's type
-	// ("instruction", "template", "composite", "script"; internal/instructions).
+	// ("instruction", "template", "composite", "script"; internal/skills/skillmd).
 	Type string
 	// Grant is what the skill may touch, structured (Touches says it in
 	// words); zero for a skill that touches nothing.

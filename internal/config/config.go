@@ -32,7 +32,7 @@ import (
 	"github.com/buddy-run/buddy/internal/base/tomlx"
 )
 
-// Approval policies (MISSION §4).
+// Approval policies (docs/CONFIG.md, "Approval").
 const (
 	ApprovalAlways = "always" // ask on every call
 	ApprovalOnce   = "once"   // ask on the first call per conversation
@@ -50,8 +50,12 @@ type Config struct {
 	Approval Approval
 	MCP      MCP
 	// Instructions is [instructions]: SKILL.md skills (package
-	// internal/instructions).
+	// internal/skills/skillmd).
 	Instructions Instructions
+	// Scheduler is [scheduler]: reminders, checks and the heartbeat.
+	Scheduler Scheduler
+	// Budget is [budget]: caps on what the model may spend.
+	Budget Budget
 	// Skills are the [skills.NAME] sections by name. A built-in is registered
 	// only when its section is present ("memory" enables the four memory
 	// skills); an installed skill without a section runs with no capability.
@@ -200,6 +204,44 @@ type Instructions struct {
 	PromptTokens int
 }
 
+// Scheduler is [scheduler]: the jobs `buddy serve` runs (internal/scheduler).
+type Scheduler struct {
+	// Timezone is the IANA zone cron expressions and days are read in;
+	// "" = the machine's (Local).
+	Timezone string
+	// Heartbeat is how often HEARTBEAT.md is read and, when it holds a
+	// checklist, run as a lean turn; 0 = off (the default).
+	Heartbeat time.Duration
+	// HeartbeatModel, when set, is the model the heartbeat's turns use
+	// instead of [provider] model.
+	HeartbeatModel string
+}
+
+// Location is the scheduler's time zone.
+func (s Scheduler) Location() (*time.Location, error) {
+	if s.Timezone == "" {
+		return time.Local, nil
+	}
+	return time.LoadLocation(s.Timezone)
+}
+
+// MinHeartbeat is the shortest [scheduler] heartbeat.
+const MinHeartbeat = time.Minute
+
+// Budget is [budget]: caps on the model's spend, checked before every
+// request (internal/budget). 0 = no cap.
+type Budget struct {
+	TokensPerTurn      int64
+	TokensPerJobPerDay int64
+	TokensPerDay       int64
+	TokensPerMonth     int64
+	// The same in dollars; they need [provider] prices.
+	USDPerTurn      float64
+	USDPerJobPerDay float64
+	USDPerDay       float64
+	USDPerMonth     float64
+}
+
 // DefaultInstructionTokens is [instructions] prompt_tokens when unset.
 const DefaultInstructionTokens = 2000
 
@@ -312,6 +354,21 @@ type file struct {
 		SkillsDir    *string `toml:"skills_dir"`
 		PromptTokens *int64  `toml:"prompt_tokens"`
 	} `toml:"instructions"`
+	Scheduler *struct {
+		Timezone       *string `toml:"timezone"`
+		Heartbeat      *string `toml:"heartbeat"`
+		HeartbeatModel *string `toml:"heartbeat_model"`
+	} `toml:"scheduler"`
+	Budget *struct {
+		TokensPerTurn      *int64   `toml:"tokens_per_turn"`
+		TokensPerJobPerDay *int64   `toml:"tokens_per_job_per_day"`
+		TokensPerDay       *int64   `toml:"tokens_per_day"`
+		TokensPerMonth     *int64   `toml:"tokens_per_month"`
+		USDPerTurn         *float64 `toml:"usd_per_turn"`
+		USDPerJobPerDay    *float64 `toml:"usd_per_job_per_day"`
+		USDPerDay          *float64 `toml:"usd_per_day"`
+		USDPerMonth        *float64 `toml:"usd_per_month"`
+	} `toml:"budget"`
 	Skills   map[string]skillFile   `toml:"skills"`
 	Channels map[string]channelFile `toml:"channels"`
 }
@@ -665,6 +722,44 @@ func Parse(data []byte) (*Config, error) {
 		}
 		c.Instructions.SkillsDir = v.path(in.SkillsDir, "instructions.skills_dir")
 		c.Instructions.PromptTokens = int(v.positive(in.PromptTokens, "instructions.prompt_tokens", 1<<20))
+	}
+	if sc := f.Scheduler; sc != nil {
+		c.Scheduler.Timezone = v.str(sc.Timezone, "scheduler.timezone")
+		if tz := c.Scheduler.Timezone; tz != "" {
+			if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
+				v.fail("scheduler.timezone", "%q is not an IANA time zone name (like \"Europe/Paris\" or \"UTC\"): leave the key out for the machine's", tz)
+			}
+		}
+		c.Scheduler.Heartbeat = v.duration(sc.Heartbeat, "scheduler.heartbeat")
+		if hb := c.Scheduler.Heartbeat; hb != 0 && hb < MinHeartbeat {
+			v.fail("scheduler.heartbeat", "%s is too often: at least %s", hb, MinHeartbeat)
+		}
+		c.Scheduler.HeartbeatModel = v.str(sc.HeartbeatModel, "scheduler.heartbeat_model")
+	}
+	if b := f.Budget; b != nil {
+		c.Budget.TokensPerTurn = v.positive(b.TokensPerTurn, "budget.tokens_per_turn", 1<<40)
+		c.Budget.TokensPerJobPerDay = v.positive(b.TokensPerJobPerDay, "budget.tokens_per_job_per_day", 1<<40)
+		c.Budget.TokensPerDay = v.positive(b.TokensPerDay, "budget.tokens_per_day", 1<<40)
+		c.Budget.TokensPerMonth = v.positive(b.TokensPerMonth, "budget.tokens_per_month", 1<<40)
+		priced := c.Provider.PricePerMtokIn > 0 || c.Provider.PricePerMtokOut > 0
+		for _, u := range []struct {
+			v   *float64
+			key string
+			dst *float64
+		}{{b.USDPerTurn, "budget.usd_per_turn", &c.Budget.USDPerTurn}, {b.USDPerJobPerDay, "budget.usd_per_job_per_day", &c.Budget.USDPerJobPerDay},
+			{b.USDPerDay, "budget.usd_per_day", &c.Budget.USDPerDay}, {b.USDPerMonth, "budget.usd_per_month", &c.Budget.USDPerMonth}} {
+			if u.v == nil {
+				continue
+			}
+			switch {
+			case !(*u.v > 0 && *u.v <= 1e6):
+				v.fail(u.key, "%v must be an amount in dollars, more than 0 and at most 1000000 (leave the key out for no cap)", *u.v)
+			case !priced:
+				v.fail(u.key, "a cap in dollars needs the model's prices: set [provider] price_per_mtok_in and price_per_mtok_out")
+			default:
+				*u.dst = *u.v
+			}
+		}
 	}
 	names := make([]string, 0, len(f.Skills))
 	for name := range f.Skills {

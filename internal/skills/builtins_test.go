@@ -81,7 +81,7 @@ allowed_directories = [%s]
 	return s
 }
 
-// TestReadFile: seed 000's read_file cases through the real built-in.
+// TestReadFile: read_file's cases (allowed, outside, .., symlinks, sizes) through the real built-in.
 func TestReadFile(t *testing.T) {
 	s := newSandbox(t)
 	writeFile(t, filepath.Join(s.docs, "sub", "deep.txt"), "deep")
@@ -151,7 +151,7 @@ func TestReadFile(t *testing.T) {
 	})
 }
 
-// TestWriteFile: seed 000's write_file cases through the real built-in.
+// TestWriteFile: write_file's cases through the real built-in.
 func TestWriteFile(t *testing.T) {
 	s := newSandbox(t)
 	ok := []struct {

@@ -321,6 +321,9 @@ func fingerprint(s *Skill) string {
 	h.Write(schema)
 	g := s.Grants
 	fmt.Fprintf(h, "\x00%q\x00%q\x00%q\x00%s\x00%d\x00%d\x00%d\x00%s", g.Read, g.Write, g.Env, g.Namespace, g.MaxReadBytes, g.MaxWriteBytes, g.MaxFetchBytes, g.FetchTimeout)
+	if g.Schedule {
+		h.Write([]byte("\x00schedule"))
+	}
 	for _, d := range g.Domains {
 		fmt.Fprintf(h, "\x00%s|%t", d.String(), d.Local())
 	}
@@ -346,6 +349,9 @@ func Touches(g hostfns.Grants) []string {
 	}
 	if g.Namespace != "" {
 		out = append(out, "read and write its memory ("+g.Namespace+")")
+	}
+	if g.Schedule {
+		out = append(out, "create, list and remove scheduled reminders and checks")
 	}
 	return out
 }

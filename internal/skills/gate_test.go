@@ -14,7 +14,7 @@ import (
 	"github.com/buddy-run/buddy/internal/catalog"
 )
 
-// TestGateInFront: seed 002's cases with the real built-ins, the policies
+// TestGateInFront: the approval flow's cases with the real built-ins, the policies
 // computed from buddy.toml, and the approval gate in front of Call the way
 // the agent loop and `buddy skill run` put it.
 func TestGateInFront(t *testing.T) {

@@ -42,6 +42,10 @@ const (
 	MemoryNamespace = builtins.MemoryNamespace
 )
 
+// ScheduleSkill is the built-in that creates scheduled jobs: the one skill
+// the schedule host function is granted to.
+const ScheduleSkill = "schedule"
+
 // IsMemoryBuiltin reports whether name is one of the four memory built-ins.
 func IsMemoryBuiltin(name string) bool { return builtins.IsMemory(name) }
 
@@ -359,6 +363,11 @@ func EffectiveGrants(name string, m *runtime.Manifest, sec config.Skill, lim con
 		if slices.Contains(sec.Env, e) {
 			g.Env = append(g.Env, e)
 		}
+	}
+	// Only the built-in schedule skill may schedule: no installed skill
+	// can take its name (builtins.Reserved).
+	if c.Schedule && name == ScheduleSkill {
+		g.Schedule = true
 	}
 	if c.Memory && sec.Memory {
 		if IsMemoryBuiltin(name) {

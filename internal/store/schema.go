@@ -42,7 +42,8 @@ var migrations = []migration{
 	{name: "audit log sealed once, keyed and anchored", sql: schemaV4, before: sealLegacyAudit},
 	{name: "conversation state; the module an approval was asked about", sql: schemaV5},
 	{name: "summaries of compacted messages; token usage per model request", sql: schemaV6},
-	{name: "chat channels: inbox, outbox, chats, pairing", sql: schemaV7},
+	{name: "scheduled jobs: reminders, checks, the heartbeat", sql: schemaV7},
+	{name: "chat channels: inbox, outbox, chats, pairing", sql: schemaV8},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -343,7 +344,43 @@ CREATE INDEX usage_conversation ON usage (conversation, id);
 CREATE INDEX usage_time ON usage (time);
 `
 
-// schemaV7: the chat channels (internal/front/channels; docs/CHANNELS.md).
+// schemaV7: scheduled jobs (internal/scheduler). A job is a reminder (text
+// delivered verbatim), a check (a prompt run as an agent turn) or the
+// heartbeat; it fires at a time (at), at an interval (every_ns) or on a cron
+// expression read in the scheduler's time zone. next_run is the next due
+// time (NULL once a one-shot job has run). A process runs a due job only
+// after claiming it: lease_owner and lease_until, set in one statement that
+// succeeds for one process only; the run ends by moving next_run on and
+// clearing the lease. blocked_* record a budget that stopped the job: which
+// cap, its value then, and when its period ends.
+const schemaV7 = `
+CREATE TABLE jobs (
+	id            TEXT PRIMARY KEY NOT NULL,
+	kind          TEXT NOT NULL,
+	at            INTEGER NOT NULL DEFAULT 0,
+	every_ns      INTEGER NOT NULL DEFAULT 0,
+	cron          TEXT NOT NULL DEFAULT '',
+	text          TEXT NOT NULL DEFAULT '',
+	conversation  TEXT NOT NULL DEFAULT '',
+	created_by    TEXT NOT NULL DEFAULT '',
+	created_at    INTEGER NOT NULL,
+	next_run      INTEGER,
+	last_run      INTEGER NOT NULL DEFAULT 0,
+	last_status   TEXT NOT NULL DEFAULT '',
+	last_detail   TEXT NOT NULL DEFAULT '',
+	runs          INTEGER NOT NULL DEFAULT 0,
+	lease_owner   TEXT NOT NULL DEFAULT '',
+	lease_until   INTEGER NOT NULL DEFAULT 0,
+	blocked_cap   TEXT NOT NULL DEFAULT '',
+	blocked_limit REAL NOT NULL DEFAULT 0,
+	blocked_until INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE INDEX jobs_due ON jobs (next_run) WHERE next_run IS NOT NULL;
+CREATE INDEX usage_conversation_time ON usage (conversation, time);
+`
+
+// schemaV8: the chat channels (internal/front/channels; docs/CHANNELS.md).
 // channel_inbox holds every update a channel received, keyed by its chat and
 // the platform's update id, stored before the update is acknowledged (the
 // cursor of the next poll, in channel_cursors, is written in the same
@@ -354,7 +391,7 @@ CREATE INDEX usage_time ON usage (time);
 // body the platform last confirmed, message_id the platform's id once sent;
 // a streamed answer's body changes until final. channel_chats ties a chat to
 // its conversation; channel_pairing holds pairing codes and paired users.
-const schemaV7 = `
+const schemaV8 = `
 CREATE TABLE channel_inbox (
 	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
 	channel     TEXT NOT NULL,

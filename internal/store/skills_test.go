@@ -33,9 +33,9 @@ func skillsEqual(a, b InstalledSkill) bool {
 	return a == b && ta.Equal(tb) && ua.Equal(ub)
 }
 
-// TestSkillStoreSeed003 is the store test list of seed 003 (the skill registry
-// plan): the migration creates installed_skills; install + get round-trips;
-// install + list returns the skill; remove + get returns not found.
+// TestSkillStoreSeed003 is the skill store's test list: the migration
+// creates installed_skills; install + get round-trips; install + list
+// returns the skill; remove + get returns not found.
 func TestSkillStoreSeed003(t *testing.T) {
 	tests := []struct {
 		name string

@@ -13,7 +13,7 @@ import (
 // renamed over path, and the directory is synced so that the rename itself
 // survives a crash. A failed write removes the temporary file and leaves
 // path as it was. Writes inside an os.Root use the root's own rename
-// (internal/instructions).
+// (internal/skills/skillmd).
 func WriteAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")

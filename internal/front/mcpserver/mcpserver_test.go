@@ -110,7 +110,7 @@ func write(t *testing.T, path, content string) {
 // install copies a runtime fixture into dir and records it as installed.
 func install(t *testing.T, st *store.Store, dir, name, fixture, manifest string) {
 	t.Helper()
-	wasm, err := os.ReadFile(filepath.Join("..", "..", "runtime", "testdata", fixture))
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "..", "runtime", "testdata", fixture))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/buddy-run/buddy/internal/llm/openai"
 )
 
-// Seed 002 through the agent loop: a real WebSocket client sends a message,
+// The approval flow through the agent loop: a real WebSocket client sends a message,
 // a fake OpenAI-compatible server (scripted: a tool call, then an answer)
 // plays the model, and the real stack runs the skills behind the gate.
 

@@ -70,8 +70,9 @@ type stack struct {
 	hs            *httptest.Server
 	st            *store.Store
 	docs, scratch string
-	url           string // http://127.0.0.1:port
-	host          string // 127.0.0.1:port
+	live          *skills.Live // the catalog the gate wraps
+	url           string       // http://127.0.0.1:port
+	host          string       // 127.0.0.1:port
 }
 
 func tomlList(list []string) string {
@@ -125,6 +126,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 		t.Fatal(err)
 	}
 	live := skills.NewLive(reg)
+	s.live = live
 	t.Cleanup(func() { _ = live.Close(context.Background()) })
 	timeout := o.timeout
 	if timeout == 0 {

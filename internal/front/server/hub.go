@@ -36,6 +36,9 @@ type question struct {
 	// answered is when the first answer reached the server (set with
 	// status, before the answer is sent on answer).
 	answered time.Time
+	// held marks a scheduled turn's held call: its request goes to every
+	// connection, and any of them may answer it.
+	held bool
 }
 
 // answeredKey carries to runCall when the user's answer to the call's
@@ -286,7 +289,7 @@ type finisher interface {
 // approval_request to the conversation's subscribers and waits for the first
 // answer, the gate's deadline, or the call's cancellation.
 func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
-	return s.askWatched(ctx, req, nil, nil)
+	return s.askQuestion(ctx, req, false, nil, nil)
 }
 
 // askWatched is ask that also tells asked when the question is out (its
@@ -295,10 +298,29 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 // question and closes it (ChannelHost).
 func (s *Server) askWatched(ctx context.Context, req approval.Request,
 	asked func(id, hash string, expires time.Time), resolved func(approved bool, reason string)) (bool, error) {
+	return s.askQuestion(ctx, req, false, asked, resolved)
+}
+
+// AskHeld asks about a call a scheduled turn held (scheduler.Page): the
+// approval_request goes to every connection, now and to those that connect
+// while it is open, and any of them may answer it; asked is called with
+// the approval's id once it is stored and sent.
+func (s *Server) AskHeld(ctx context.Context, req approval.Request, asked func(id string)) (bool, error) {
+	var watch func(id, hash string, expires time.Time)
+	if asked != nil {
+		watch = func(id, _ string, _ time.Time) { asked(id) }
+	}
+	return s.askQuestion(ctx, req, true, watch, nil)
+}
+
+// askQuestion is ask, for a held question when held, watched by asked and
+// resolved when they are set.
+func (s *Server) askQuestion(ctx context.Context, req approval.Request, held bool,
+	asked func(id, hash string, expires time.Time), resolved func(approved bool, reason string)) (bool, error) {
 	if req.Conversation == "" {
 		return false, errors.New("no conversation to ask in")
 	}
-	q := &question{id: newID("ap_"), conv: req.Conversation, hash: req.ArgumentsHash, answer: make(chan bool, 1)}
+	q := &question{id: newID("ap_"), conv: req.Conversation, hash: req.ArgumentsHash, answer: make(chan bool, 1), held: held}
 	if q.hash == "" { // a request not made by the gate
 		q.hash = catalog.ArgumentsHash(req.Arguments)
 	}
@@ -332,12 +354,16 @@ func (s *Server) askWatched(ctx context.Context, req approval.Request,
 	c.asking[q.id] = q
 	s.pending[q.id] = q
 	s.mu.Unlock()
-	s.log.Info("approval requested", "conversation", req.Conversation, "approval", q.id, "skill", req.Skill, "call", req.CallID)
-	s.broadcast(req.Conversation, q.frame)
-	started(ctx) // the question is out: the next call may start
+	s.log.Info("approval requested", "conversation", req.Conversation, "approval", q.id, "skill", req.Skill, "call", req.CallID, "held", held)
+	if held {
+		s.broadcastAll(q.frame)
+	} else {
+		s.broadcast(req.Conversation, q.frame)
+	}
 	if asked != nil {
 		asked(q.id, q.hash, expires)
 	}
+	started(ctx) // the question is out: the next call may start
 
 	var approved bool
 	var reason, status string
@@ -374,9 +400,14 @@ func (s *Server) askWatched(ctx context.Context, req approval.Request,
 	s.dropIdle(c)
 	s.mu.Unlock()
 	s.log.Info("approval resolved", "conversation", req.Conversation, "approval", q.id, "approved", approved, "reason", reason)
-	s.broadcast(req.Conversation, encode(approvalResolvedFrame{
+	frame := encode(approvalResolvedFrame{
 		Type: "approval_resolved", ID: q.id, ConversationID: req.Conversation, Approved: approved, Reason: reason,
-	}))
+	})
+	if held {
+		s.broadcastAll(frame)
+	} else {
+		s.broadcast(req.Conversation, frame)
+	}
 	if resolved != nil {
 		resolved(approved, reason)
 	}
@@ -460,6 +491,52 @@ func (s *Server) watching(cl *client, convID string) bool {
 	defer s.mu.Unlock()
 	_, ok := cl.subs[convID]
 	return ok
+}
+
+// heldQuestion reports whether id is an open held question (any connection
+// may answer it).
+func (s *Server) heldQuestion(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.pending[id]
+	return q != nil && q.held
+}
+
+// broadcastAll sends a frame to every connection.
+func (s *Server) broadcastAll(frame []byte) {
+	s.mu.Lock()
+	all := make([]*client, 0, len(s.clients))
+	for cl := range s.clients {
+		all = append(all, cl)
+	}
+	s.mu.Unlock()
+	for _, cl := range all {
+		cl.send(frame)
+	}
+}
+
+// openHeld are the frames of the held questions still open (sent to a new
+// connection).
+func (s *Server) openHeld() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]byte
+	for _, q := range s.pending {
+		if q.held && q.status == "" {
+			out = append(out, q.frame)
+		}
+	}
+	return out
+}
+
+// Answer answers an approval question as the page does (a paired channel
+// answering a held call: scheduler.HeldAsker). hash, when not "", must be
+// the arguments_hash the question showed. The error is the protocol's
+// (not_found, invalid_input for an answer given twice or for other
+// arguments, timeout for an expired question).
+func (s *Server) Answer(ctx context.Context, approvalID string, approved bool, hash string) error {
+	_, err := s.answer(ctx, "", approvalID, approved, hash)
+	return err
 }
 
 // answerStored explains an answer to a question that is not open here.

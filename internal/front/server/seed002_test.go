@@ -12,7 +12,9 @@ import (
 	"time"
 )
 
-// Seed 002's test cases, through a real WebSocket client against the real
+// The approval flow's cases (read_only runs at once, write_file asks by
+// default, trust, once, fetch_url asks, timeout = deny, the approve
+// endpoint), through a real WebSocket client against the real
 // stack: built-in skills, buddy.toml policies, the approval gate, SQLite.
 
 const (

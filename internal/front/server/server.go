@@ -96,6 +96,10 @@ type Options struct {
 	// (GET /api/channels, the pairing routes), given the page as a place to
 	// ask and the turns it shows (internal/front/channels).
 	NewChannels func(host ChannelHost) http.Handler
+	// Schedule, if set, serves /api/schedule (the scheduler); Spending,
+	// if set, adds today's spend against [budget] to its listing.
+	Schedule Schedule
+	Spending Spending
 	// AllowedOrigins are browser origins (http:// or https://, a host, an
 	// optional port) allowed besides the server's own. New fails on one
 	// that is not such an origin.
@@ -258,6 +262,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/chat/{conversation_id}/approve", s.api(s.approveHTTP))
 	m.HandleFunc("POST /api/chat/{conversation_id}/messages", s.api(s.postMessage))
 	m.HandleFunc("POST /api/conversations", s.api(s.createConversation))
+	m.HandleFunc("GET /api/schedule", s.api(s.listSchedule))
+	m.HandleFunc("POST /api/schedule", s.api(s.addSchedule))
+	m.HandleFunc("DELETE /api/schedule/{id}", s.api(s.removeSchedule))
 	s.mcpRoutes(m)     // /mcp (mcp.go)
 	s.channelRoutes(m) // /api/channels, /api/pairing (channels.go)
 	m.HandleFunc("/api/", s.api(func(w http.ResponseWriter, r *http.Request) {

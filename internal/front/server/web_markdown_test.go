@@ -327,7 +327,7 @@ var markdownFamilies = `{
 // TestWebMarkdownLinear renders each adversarial family at n and 4n
 // characters in the page, whole and streamed in 100-character pieces, and
 // checks that the renderer's steps and the DOM nodes it makes grow about
-// 4×, not 16×; render times are compared as a ratio only, generously.
+// 4×, not 16×; render times are logged, not checked.
 // It also opens a conversation of N and of 4N messages, and times opening
 // the red team's 192 KB answer (logged, not checked).
 func TestWebMarkdownLinear(t *testing.T) {
@@ -390,10 +390,9 @@ func TestWebMarkdownLinear(t *testing.T) {
 		if r.NodesB > 5*r.NodesA+10 {
 			t.Errorf("%s: 4× the text made %.1f× the nodes", r.Name, r.NodesB/r.NodesA)
 		}
-		// Quadratic would be 16×; times under 5 ms are mostly noise.
-		if r.TimeB > 8*max(r.TimeA, 5) {
-			t.Errorf("%s: 4× the text took %.1f ms against %.1f ms", r.Name, r.TimeB, r.TimeA)
-		}
+		// Render times are logged above, not checked: on a shared machine
+		// a timed assertion fails with the load, not with the code (the
+		// step and node counters are what prove linearity).
 	}
 
 	// Opening a conversation: N messages, then 4N; then the red team's 192 KB

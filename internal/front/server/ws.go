@@ -75,6 +75,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.clients[cl] = struct{}{}
 	s.mu.Unlock()
 	s.log.Info("connection opened", "remote", r.RemoteAddr)
+	for _, q := range s.openHeld() {
+		cl.send(q)
+	}
 	go cl.writeLoop()
 	cl.readLoop()
 }
@@ -229,7 +232,7 @@ func (cl *client) handle(data []byte) {
 		// Only a connection watching the question's conversation may
 		// answer it (as over HTTP, where the route names the conversation).
 		convID, ok := cl.s.questionConversation(cl.ctx, *f.ApprovalID)
-		if ok && !cl.s.watching(cl, convID) {
+		if ok && !cl.s.watching(cl, convID) && !cl.s.heldQuestion(*f.ApprovalID) {
 			ok = false
 		}
 		if !ok {

@@ -45,7 +45,7 @@ type Policy struct {
 }
 
 // Serve is buddy serve's policy. The limit keeps a server with 1,000 sessions
-// under issue 9's 200 MiB resident (its peak measured 146–180 MiB with it).
+// under its 200 MiB resident target (its peak measured 146–180 MiB with it).
 var Serve = Policy{Percent: 400, Limit: 180 << 20}
 
 // The runtime metrics the watcher reads: the heap marked live by the last

@@ -6,7 +6,7 @@
 // carries two LLM SDKs and an MCP SDK whose init functions register their
 // types, and the kernel maps the already-read neighbours of every page that
 // faults (fault-around, 64 KiB a fault), so an idle server showed 45 MiB
-// resident of which 7 MiB was its own heap (docs/BENCHMARKS.md, issue 9).
+// resident of which 7 MiB was its own heap (docs/BENCHMARKS.md, "Idle memory").
 // ReleaseStartup, called once the server is up, frees what start-up left
 // behind: the heap's garbage (runtime/debug.FreeOSMemory) and, on Linux, the
 // read-only pages of the executable (madvise MADV_PAGEOUT: clean pages,

@@ -23,7 +23,7 @@ func BenchmarkInstall1MiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close(context.Background())
-	wasm, err := os.ReadFile(filepath.Join("..", "..", "runtime", "testdata", "pdkplugin.wasm"))
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "..", "runtime", "testdata", "pdkplugin.wasm"))
 	if err != nil {
 		b.Fatal(err)
 	}

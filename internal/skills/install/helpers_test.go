@@ -44,7 +44,7 @@ func newEnv(t *testing.T) *env {
 // fixture reads a module of runtime/testdata.
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "runtime", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "runtime", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

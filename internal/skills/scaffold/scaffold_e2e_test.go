@@ -49,7 +49,7 @@ func buildBuddy(t *testing.T) string {
 	t.Helper()
 	b := &buddyBinary
 	b.once.Do(func() {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
+		root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 		if err != nil {
 			b.err = err
 			return

@@ -150,7 +150,7 @@ func TestRendered(t *testing.T) {
 	}
 }
 
-// From seed 003: scaffolding creates the directory with the project's files.
+// Scaffolding creates the directory with the project's files.
 func TestInitCreatesFiles(t *testing.T) {
 	want := map[string][]string{
 		"rust":   {"Cargo.toml", "src/lib.rs", "src/buddy.rs", "skill.toml", "Makefile", "build.sh", "README.md", ".gitignore", "test.sh", ".cargo/config.toml"},
@@ -188,7 +188,7 @@ func TestInitCreatesFiles(t *testing.T) {
 	}
 }
 
-// From seed 003: scaffolding uses the provided name in the generated files.
+// Scaffolding uses the provided name in the generated files.
 func TestInitUsesName(t *testing.T) {
 	checks := map[string]map[string][]string{
 		"rust": {

@@ -13,7 +13,7 @@ import (
 
 // TestGuardAccess: the gate's guard checks the path or URL of the built-ins
 // and the whole grant of any other WebAssembly skill against the active
-// SKILL.md declarations (seed 001's cases, through buddy's gate wiring).
+// SKILL.md declarations (through buddy's gate wiring).
 func TestGuardAccess(t *testing.T) {
 	ws, other := t.TempDir(), t.TempDir()
 	// The grants the prepared calls carry (catalog.Info.Grant); a SKILL.md

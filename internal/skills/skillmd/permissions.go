@@ -17,7 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Permissions are what a skill declares it needs (seed 001's schema):
+// Permissions are what a skill declares it needs, in its frontmatter:
 //
 //	permissions:
 //	  fs:

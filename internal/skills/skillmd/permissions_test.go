@@ -10,7 +10,7 @@ import (
 	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
-// Seed 001, Task 1: permissions in the frontmatter.
+// Permissions in the frontmatter.
 func TestParsePermissions(t *testing.T) {
 	raw := `---
 name: web-fetch
@@ -62,7 +62,7 @@ func mustSkill(t *testing.T, dir, name, perms string) *Skill {
 	return s
 }
 
-// Seed 001, Tasks 3-5, as buddy checks them: a call must fit the union of
+// Declared permissions as buddy checks them: a call must fit the union of
 // the active skills' declarations.
 func TestSessionsCheck(t *testing.T) {
 	work, data, skills := t.TempDir(), t.TempDir(), t.TempDir()

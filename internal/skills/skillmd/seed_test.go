@@ -28,7 +28,7 @@ func writeSkill(t *testing.T, dir, name, text string) string {
 	return p
 }
 
-// Seed 004: "Save a new skill" and "Delete a skill".
+// The store's cases "Save a new skill" and "Delete a skill".
 func TestStoreSaveGetDelete(t *testing.T) {
 	dir := t.TempDir()
 	st := NewStore(dir)
@@ -67,7 +67,7 @@ func TestStoreSaveGetDelete(t *testing.T) {
 	}
 }
 
-// Seed 004: "Load active skills", "Hidden directory ignored"; one bad skill
+// The store's cases "Load active skills", "Hidden directory ignored"; one bad skill
 // does not stop the others; errors name the file and line.
 func TestListActive(t *testing.T) {
 	dir := t.TempDir()
@@ -104,7 +104,7 @@ func TestListActive(t *testing.T) {
 	}
 }
 
-// Seed 004: "SaveResource writes file to correct path"; ../ and symlinks refused.
+// "SaveResource writes file to correct path"; ../ and symlinks refused.
 func TestSaveResource(t *testing.T) {
 	dir := t.TempDir()
 	st := NewStore(dir)
@@ -135,7 +135,7 @@ func TestSaveResource(t *testing.T) {
 	}
 }
 
-// Seed 004: "Parse file without frontmatter", instruction defaults, source
+// "Parse file without frontmatter", instruction defaults, source
 // round trip, rendering without code fences, Agent Skills fields.
 func TestParse(t *testing.T) {
 	if _, err := Parse("x/SKILL.md", []byte("no delimiters")); err == nil {
@@ -172,7 +172,7 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// Seed 004: registry validation on create.
+// The store's validation on create.
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -205,7 +205,7 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// Seed 004: embedded defaults: hidden folders skipped, existing skills kept.
+// Embedded defaults: hidden folders skipped, existing skills kept.
 func TestEnsureDefaults(t *testing.T) {
 	dir := t.TempDir()
 	writeSkill(t, dir, "buddy-memory", "---\nname: buddy-memory\ndescription: mine\n---\nmy own\n")
@@ -241,7 +241,7 @@ func TestEnsureDefaults(t *testing.T) {
 	}
 }
 
-// Seed 004: instruction skill as tool; types through the catalog.
+// An instruction skill as a tool; types through the catalog.
 func TestCatalogTypes(t *testing.T) {
 	skills := []*Skill{
 		BuildInstructionSkill("guide", "", "Use X.", "https://src"),

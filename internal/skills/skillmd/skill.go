@@ -7,7 +7,7 @@
 // for compatibility but refuses to run (buddy runs no shell).
 //
 //	st := skillmd.NewStore(cfg.Instructions.SkillsDir)
-//	_ = instructions.EnsureDefaults(st.Dir())      // the embedded skills, never overwriting the user's
+//	_ = skillmd.EnsureDefaults(st.Dir())            // the embedded skills, never overwriting the user's
 //	skills, problems := st.ListActive(ctx)          // one bad SKILL.md does not stop the others
 //	cat := skillmd.NewCatalog(skills, skillmd.CatalogOptions{Sessions: sess})
 //	all := catalog.NewUnion(registry, cat)          // WebAssembly skills win name clashes
@@ -398,7 +398,7 @@ func invalid(key, format string, args ...any) error {
 	return &validationError{key: key, msg: fmt.Sprintf(format, args...)}
 }
 
-// Validate checks a skill as seed 004's registry does on create: a valid
+// Validate checks a skill as the store does on create: a valid
 // name and type, and the definition its type needs.
 func (s *Skill) Validate() error {
 	if !ValidName(s.Name) {
@@ -446,7 +446,7 @@ func (s *Skill) Validate() error {
 	return nil
 }
 
-// dangerousPatterns are seed 004's defence in depth for scripts. buddy never
+// dangerousPatterns are a defence in depth for scripts. buddy never
 // runs a script; the check keeps such text out of the store all the same.
 var dangerousPatterns = []struct {
 	name string
@@ -686,7 +686,7 @@ func fenceable(text string) bool {
 	return true
 }
 
-// BuildInstructionSkill makes an instruction skill (seed 004's builder).
+// BuildInstructionSkill makes an instruction skill.
 func BuildInstructionSkill(name, description, content, source string) *Skill {
 	return &Skill{Name: name, Description: description, Type: TypeInstruction, Status: StatusActive, Content: content, Source: source}
 }

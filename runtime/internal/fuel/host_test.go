@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// meter is the host side of buddy:fuel ("chunked refuel", RUNTIME.md §1.2):
+// meter is the host side of buddy:fuel (docs/RATIONALE.md, "The host's side of the contract"):
 // it keeps the total granted, computes consumed = granted - fuel at every
 // refuel and settle, fails once consumed > budget, and otherwise grants
 // min(chunk, budget-granted), or the deficit if that is more, so that refuel

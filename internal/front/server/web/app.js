@@ -309,6 +309,9 @@
       case 'error':
         onErrorFrame(f);
         break;
+      case 'notification':
+        onNotification(f);
+        break;
     }
   }
 
@@ -419,6 +422,8 @@
     if (open) {
       $('audit').hidden = true;
       $('audit-toggle').setAttribute('aria-expanded', 'false');
+      $('schedule').hidden = true;
+      $('schedule-toggle').setAttribute('aria-expanded', 'false');
     }
     $('skills').hidden = !open;
     $('skills-toggle').setAttribute('aria-expanded', String(open));
@@ -1377,9 +1382,158 @@
       // One side panel at a time: they share the right-hand column.
       $('skills').hidden = true;
       $('skills-toggle').setAttribute('aria-expanded', 'false');
+      $('schedule').hidden = true;
+      $('schedule-toggle').setAttribute('aria-expanded', 'false');
       loadAudit();
       $('audit-title').setAttribute('tabindex', '-1');
       $('audit-title').focus();
+    }
+  });
+
+  // ------------------------------------------------------------ schedule
+
+  // Reminders, checks and the heartbeat (GET|POST /api/schedule, DELETE
+  // /api/schedule/{id}), what they delivered (notification frames), and
+  // today's spend against each [budget] cap. Everything shown is text.
+  const notes = [];
+  let unseen = 0;
+
+  function onNotification(f) {
+    notes.unshift(f);
+    if (notes.length > 50) notes.pop();
+    if ($('schedule').hidden) {
+      unseen++;
+      $('notes-count').textContent = String(unseen);
+      $('notes-count').hidden = false;
+    }
+    renderNotes();
+    if (f.conversation_id === state.current && !f.approval_id && !state.running.has(f.conversation_id)) openConversation(f.conversation_id);
+    if (!$('schedule').hidden) loadSchedule();
+    loadConversations();
+  }
+
+  function renderNotes() {
+    const list = $('notes-list');
+    list.replaceChildren();
+    if (!notes.length) {
+      list.append(el('li', 'muted small', 'None yet.'));
+      return;
+    }
+    for (const n of notes) {
+      const li = el('li', n.approval_id ? 'held' : null);
+      li.append(el('strong', null, visible(n.kind)));
+      const due = n.due_at ? new Date(n.due_at).toLocaleString() : '';
+      li.append(el('span', 'muted small', ' ' + due));
+      li.append(el('div', 'note-text', visible(n.text)));
+      const open = el('button', 'link small', 'open the conversation');
+      open.type = 'button';
+      open.addEventListener('click', () => openConversation(n.conversation_id));
+      li.append(open);
+      list.append(li);
+    }
+  }
+
+  function fmtSpend(s, unit) {
+    if (!s) return '';
+    let t = s.tokens.toLocaleString() + ' tokens';
+    if (s.tokens_cap) t += ' of ' + s.tokens_cap.toLocaleString();
+    if (s.usd || s.usd_cap) t += ' · $' + (s.usd || 0).toFixed(4) + (s.usd_cap ? ' of $' + s.usd_cap.toFixed(2) : '');
+    return unit + ': ' + t;
+  }
+
+  async function loadSchedule() {
+    let data;
+    try {
+      data = await api('GET', '/api/schedule');
+    } catch (e) {
+      $('jobs-list').replaceChildren(el('li', 'muted small', 'The schedule cannot be read: ' + e.message));
+      return;
+    }
+    const b = data.budget;
+    const spend = $('spend');
+    spend.replaceChildren();
+    if (b) {
+      spend.append(el('div', null, fmtSpend(b.day, 'Today')));
+      spend.append(el('div', null, fmtSpend(b.month, 'This month')));
+      const caps = [];
+      if (b.turn_tokens_cap) caps.push(b.turn_tokens_cap.toLocaleString() + ' tokens a turn');
+      if (b.turn_usd_cap) caps.push('$' + b.turn_usd_cap.toFixed(2) + ' a turn');
+      if (b.job_per_day_tokens_cap) caps.push(b.job_per_day_tokens_cap.toLocaleString() + ' tokens a job a day');
+      if (b.job_per_day_usd_cap) caps.push('$' + b.job_per_day_usd_cap.toFixed(2) + ' a job a day');
+      spend.append(el('div', 'muted', caps.length ? 'Caps: ' + caps.join(', ') : 'No cap per turn or per job ([budget] in buddy.toml).'));
+    }
+    const list = $('jobs-list');
+    list.replaceChildren();
+    const jobs = data.jobs || [];
+    if (!jobs.length) list.append(el('li', 'muted small', 'No jobs.'));
+    for (const j of jobs) {
+      const li = el('li', j.stopped_by ? 'refused' : null);
+      const head = el('div');
+      head.append(el('strong', null, visible(j.kind)));
+      let when = j.every ? 'every ' + j.every : j.cron ? 'cron ' + j.cron + ' (' + j.time_zone + ')' : j.at ? 'at ' + new Date(j.at).toLocaleString() : '';
+      head.append(el('span', 'muted small', ' ' + visible(when)));
+      li.append(head);
+      li.append(el('div', 'note-text', visible(j.text || j.prompt || '')));
+      const next = j.next_run ? 'next ' + new Date(j.next_run).toLocaleString() : 'done';
+      let status = next + (j.last_status ? ' · last: ' + j.last_status.replaceAll('_', ' ') : '');
+      if (j.stopped_by) status += ' · stopped by [budget] ' + j.stopped_by + (j.stopped_until ? ' until ' + new Date(j.stopped_until).toLocaleString() : '');
+      li.append(el('div', 'small muted', visible(status)));
+      if (j.spent_today) li.append(el('div', 'small muted', fmtSpend(j.spent_today, 'Today')));
+      if (j.id !== 'heartbeat') {
+        const rm = el('button', 'danger small', 'Remove');
+        rm.type = 'button';
+        rm.setAttribute('aria-label', 'Remove ' + j.kind + ' ' + j.id);
+        rm.addEventListener('click', async () => {
+          try { await api('DELETE', '/api/schedule/' + encodeURIComponent(j.id)); } catch (e) { /* listed again below */ }
+          loadSchedule();
+        });
+        li.append(rm);
+      }
+      list.append(li);
+    }
+  }
+
+  $('job-kind').addEventListener('change', () => {
+    $('job-text-label').textContent = $('job-kind').value === 'reminder' ? 'Text' : 'Prompt';
+    if ($('job-kind').value === 'reminder') $('job-when').value = 'at';
+  });
+  $('job-when').addEventListener('change', () => {
+    const w = $('job-when').value;
+    if (w !== 'at') $('job-kind').value = 'check', $('job-text-label').textContent = 'Prompt';
+    $('job-time').placeholder = { at: '+30m or 2026-12-01T08:00:00+01:00', every: '30m, 24h', cron: '0 8 * * 1-5' }[w];
+  });
+  $('job-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const kind = $('job-kind').value;
+    const body = { kind };
+    body[$('job-when').value] = $('job-time').value.trim();
+    body[kind === 'reminder' ? 'text' : 'prompt'] = $('job-text').value;
+    try {
+      await api('POST', '/api/schedule', body);
+      $('job-error').hidden = true;
+      $('job-time').value = '';
+      $('job-text').value = '';
+    } catch (e) {
+      $('job-error').textContent = e.kind + ': ' + e.message;
+      $('job-error').hidden = false;
+    }
+    loadSchedule();
+  });
+
+  $('schedule-toggle').addEventListener('click', () => {
+    const open = $('schedule').hidden;
+    $('schedule').hidden = !open;
+    $('schedule-toggle').setAttribute('aria-expanded', String(open));
+    if (open) {
+      $('skills').hidden = true;
+      $('skills-toggle').setAttribute('aria-expanded', 'false');
+      $('audit').hidden = true;
+      $('audit-toggle').setAttribute('aria-expanded', 'false');
+      unseen = 0;
+      $('notes-count').hidden = true;
+      loadSchedule();
+      $('schedule-title').setAttribute('tabindex', '-1');
+      $('schedule-title').focus();
     }
   });
 })();
