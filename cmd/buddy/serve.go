@@ -23,12 +23,6 @@ import (
 	"github.com/buddy-run/buddy/internal/scheduler"
 )
 
-// deliverer is where scheduled jobs' notifications go besides the page: a
-// paired channel (the chat app the owner uses) when one is configured; nil
-// until then. A channel that can also ask about held calls implements
-// scheduler.HeldAsker and answers with server.Server.Answer.
-var deliverer scheduler.Deliverer
-
 // shutdownGrace bounds how long a stopping server waits for calls to end
 // after canceling them.
 const shutdownGrace = 10 * time.Second
@@ -85,8 +79,14 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	// The scheduler: its own gate (asking through held approvals), its
-	// agents, and the page to notify once the server exists.
+	// agents, and the page to notify once the server exists. Its
+	// notifications and held calls reach the owner's chats too when a
+	// channel is configured.
 	page := &pageProxy{}
+	var deliverer scheduler.Deliverer
+	if len(chans.Names()) > 0 {
+		deliverer = chans
+	}
 	sched, err := e.newScheduler(log, page, deliverer)
 	if err != nil {
 		return err

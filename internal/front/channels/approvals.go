@@ -12,16 +12,18 @@ import (
 	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
-// question is an approval question posted in a chat.
+// question is an approval question posted in one or more chats of a
+// channel (a chat's own question in that chat; a scheduled turn's held call
+// in every owner's chat).
 type question struct {
 	id, hash     string
 	conversation string
-	chat         string
-	row          int64 // its outbox row
 	view         ApprovalView
 
-	mu sync.Mutex
-	by string // where it was answered: chat (set by a press), else page
+	mu     sync.Mutex
+	rows   map[string]int64 // its outbox row in each chat it was posted in
+	by     string           // where it was answered: chat (set by a press), else page
+	closed *ApprovalView    // its outcome, once decided
 }
 
 // The data of a question's buttons: "y|ID|HASH" and "n|ID|HASH", HASH the
@@ -45,7 +47,11 @@ func (h *Host) Ask(ctx context.Context, req approval.Request) (bool, error) {
 	}
 	var q *question
 	asked := func(id, hash string, expires time.Time) {
-		q = c.post(ctx, req, chat, id, hash, expires)
+		view := ApprovalView{Skill: req.Skill, Permission: string(req.Permission),
+			Description: approval.Describe(req, 160), Reason: req.Reason, ExpiresAt: expiresAt(expires, c.clk.Now())}
+		if q = c.open(id, hash, req.Conversation, view); q != nil {
+			c.post(ctx, q, chat)
+		}
 	}
 	resolved := func(approved bool, reason string) {
 		if q != nil {
@@ -71,43 +77,70 @@ func (h *Host) chatOf(ctx context.Context, conversation string) (*Channel, strin
 	return c, chat
 }
 
-// post queues the question for the chat.
-func (c *Channel) post(ctx context.Context, req approval.Request, chat, id, hash string, expires time.Time) *question {
+// expiresAt is when a question expires as a chat shows it: the time of day,
+// with the date when it is not within a day.
+func expiresAt(t, now time.Time) string {
+	switch {
+	case t.IsZero():
+		return ""
+	case t.Sub(now) < 20*time.Hour:
+		return t.UTC().Format("15:04:05 UTC")
+	}
+	return t.UTC().Format("Jan 2 15:04 UTC")
+}
+
+// open notes a question the channel will post (nil when it cannot be
+// answered in a chat: no arguments' hash to bind the buttons to).
+func (c *Channel) open(id, hash, conversation string, view ApprovalView) *question {
 	if len(hash) < hashPrefix {
 		c.log.Error("an approval question without its arguments' hash cannot be answered in a chat", "approval", id)
 		return nil
 	}
 	short := hash[:hashPrefix]
-	view := ApprovalView{
-		ID: id, Skill: req.Skill, Permission: string(req.Permission),
-		Description: approval.Describe(req, 160), Reason: req.Reason,
-		Approve: "y|" + id + "|" + short, Deny: "n|" + id + "|" + short,
-	}
-	if !expires.IsZero() {
-		view.ExpiresAt = expires.UTC().Format("15:04:05 UTC")
-	}
-	q := &question{id: id, hash: hash, conversation: req.Conversation, chat: chat, view: view}
-	row, err := c.enqueue(ctx, chat, kindApproval, id, body{Action: ActionApproval, Approval: &view}, false)
-	if err != nil {
-		c.log.Error("posting an approval question in the chat", "approval", id, "err", err)
-		return nil
-	}
-	q.row = row
+	view.ID, view.Approve, view.Deny = id, "y|"+id+"|"+short, "n|"+id+"|"+short
+	q := &question{id: id, hash: hash, conversation: conversation, view: view, rows: map[string]int64{}}
 	c.mu.Lock()
 	c.questions[id] = q
 	c.mu.Unlock()
-	c.log.Info("approval question posted in the chat", "approval", id, "chat", chat, "skill", req.Skill)
 	return q
 }
 
-// close edits the question's message to its outcome.
+// post queues the question for a chat (closed at once when it was decided
+// meanwhile).
+func (c *Channel) post(ctx context.Context, q *question, chat string) {
+	q.mu.Lock()
+	v := q.view
+	if q.closed != nil {
+		v = *q.closed
+	}
+	row, err := c.enqueue(ctx, chat, kindApproval, q.id, body{Action: ActionApproval, Approval: &v}, q.closed != nil)
+	if err != nil {
+		q.mu.Unlock()
+		c.log.Error("posting an approval question in the chat", "approval", q.id, "err", err)
+		return
+	}
+	q.rows[chat] = row
+	q.mu.Unlock()
+	c.log.Info("approval question posted in the chat", "approval", q.id, "chat", chat, "skill", v.Skill)
+}
+
+// posted reports whether the question was posted in chat.
+func (q *question) posted(chat string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.rows[chat]
+	return ok
+}
+
+// close edits the question's messages to its outcome.
 func (c *Channel) close(ctx context.Context, q *question, approved bool, reason string) {
 	c.mu.Lock()
-	delete(c.questions, q.id)
+	if c.questions[q.id] == q {
+		delete(c.questions, q.id)
+	}
 	c.mu.Unlock()
 	q.mu.Lock()
-	by := q.by
-	q.mu.Unlock()
+	defer q.mu.Unlock()
 	v := q.view
 	switch reason {
 	case "user":
@@ -116,16 +149,19 @@ func (c *Channel) close(ctx context.Context, q *question, approved bool, reason 
 			v.Outcome = "approved"
 		}
 		v.By = "page"
-		if by != "" {
-			v.By = by
+		if q.by != "" {
+			v.By = q.by
 		}
 	case "timeout":
 		v.Outcome = "expired"
 	default:
 		v.Outcome = "canceled"
 	}
-	if err := c.update(ctx, q.row, body{Action: ActionApproval, Approval: &v}, true); err != nil {
-		c.log.Error("closing an approval question in the chat", "approval", q.id, "err", err)
+	q.closed = &v
+	for chat, row := range q.rows {
+		if err := c.update(ctx, row, body{Action: ActionApproval, Approval: &v}, true); err != nil {
+			c.log.Error("closing an approval question in the chat", "approval", q.id, "chat", chat, "err", err)
+		}
 	}
 }
 
@@ -151,7 +187,7 @@ func (c *Channel) callback(ctx context.Context, e Event) {
 	case q == nil:
 		refuse("no such open question", "This question is closed.")
 		return
-	case q.chat != e.Chat:
+	case !q.posted(e.Chat):
 		refuse("a question of another chat", "This question is not this chat's.")
 		return
 	case !c.isOwner(ctx, e.Sender):

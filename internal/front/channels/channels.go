@@ -78,6 +78,9 @@ type Page interface {
 		asked func(id, hash string, expires time.Time), resolved func(approved bool, reason string)) (bool, error)
 	// Answer answers an open question, as the page's approve frame does.
 	Answer(ctx context.Context, conversation, id string, approved bool, hash string) error
+	// WatchResolved calls resolved once the open question id is decided
+	// (a scheduled turn's held call: AskHeld); false when none is open.
+	WatchResolved(id string, resolved func(approved bool, reason string)) bool
 	// RunTurn runs turn as the conversation's one turn (an error when one
 	// already runs), with a sink that shows it on the page, and ends it
 	// with the page's done frame.

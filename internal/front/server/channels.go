@@ -25,6 +25,11 @@ type ChannelHost interface {
 	// kind not_found, invalid_input (already answered, other arguments)
 	// and timeout (expired).
 	Answer(ctx context.Context, conversation, id string, approved bool, hash string) error
+	// WatchResolved calls resolved once the open question id is decided,
+	// wherever it was asked (a scheduled turn's held call too), with the
+	// reason user, timeout or canceled; false when no such question is
+	// open.
+	WatchResolved(id string, resolved func(approved bool, reason string)) bool
 	// RunTurn runs turn as the conversation's one turn: the watchers see a
 	// message frame with the user's text (role user), the turn's frames
 	// through the sink it is given, then done. It fails at once (kind
@@ -43,6 +48,17 @@ func (h channelHost) AskWatched(ctx context.Context, req approval.Request,
 func (h channelHost) Answer(ctx context.Context, conversation, id string, approved bool, hash string) error {
 	_, err := h.s.answer(ctx, conversation, id, approved, hash)
 	return err
+}
+
+func (h channelHost) WatchResolved(id string, resolved func(approved bool, reason string)) bool {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	q := h.s.pending[id]
+	if q == nil {
+		return false
+	}
+	q.watchers = append(q.watchers, resolved)
+	return true
 }
 
 func (h channelHost) RunTurn(conversation, text string, turn func(ctx context.Context, page agent.Sink) agent.Outcome) (agent.Outcome, error) {

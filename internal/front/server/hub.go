@@ -39,6 +39,9 @@ type question struct {
 	// held marks a scheduled turn's held call: its request goes to every
 	// connection, and any of them may answer it.
 	held bool
+	// watchers are told the decision (ChannelHost.WatchResolved; guarded
+	// by the server's mu).
+	watchers []func(approved bool, reason string)
 }
 
 // answeredKey carries to runCall when the user's answer to the call's
@@ -398,6 +401,7 @@ func (s *Server) askQuestion(ctx context.Context, req approval.Request, held boo
 	delete(c.asking, q.id)
 	delete(s.pending, q.id)
 	s.dropIdle(c)
+	watchers := q.watchers
 	s.mu.Unlock()
 	s.log.Info("approval resolved", "conversation", req.Conversation, "approval", q.id, "approved", approved, "reason", reason)
 	frame := encode(approvalResolvedFrame{
@@ -410,6 +414,9 @@ func (s *Server) askQuestion(ctx context.Context, req approval.Request, held boo
 	}
 	if resolved != nil {
 		resolved(approved, reason)
+	}
+	for _, w := range watchers {
+		w(approved, reason)
 	}
 	if reason != "user" {
 		return false, ctx.Err()
