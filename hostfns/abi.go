@@ -37,6 +37,11 @@ const (
 	// FnHTTPGet (url i64) -> i64: payload = u16 LE status, u32 LE n, n bytes of
 	// header JSON ({"Content-Type":"..."}), then the body. Needs a network grant.
 	FnHTTPGet = "http_get"
+	// FnHTTPRequest (req i64, body i64) -> i64: req = {"method":..,"url":..,
+	// "headers":{..}}, body = the request body (0: none); payload as
+	// FnHTTPGet's. Needs a network grant. Credentials the skill declares and
+	// is granted are added by the host for their hosts.
+	FnHTTPRequest = "http_request"
 	// FnEnvGet (name i64) -> i64: payload = value. Needs an env grant listing the name.
 	FnEnvGet = "env_get"
 	// FnKVGet (key i64) -> i64: payload = value. Needs the memory grant.

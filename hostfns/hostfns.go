@@ -32,6 +32,7 @@ import (
 	"github.com/buddy-run/buddy/hostfns/fs"
 	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/secrets"
 )
 
 // Grants is what one skill may touch: the intersection of its manifest and the
@@ -47,6 +48,11 @@ type Grants struct {
 	// Schedule lets the skill create, list and remove scheduled jobs
 	// (FnSchedule).
 	Schedule bool
+
+	// Credentials are the secrets the HTTP functions add to requests to
+	// their hosts: the skill's [credentials.NAME] granted by the operator,
+	// each host within Domains. They need Deps.Secrets.
+	Credentials []buddyhttp.Credential
 
 	MaxReadBytes  int64         // 0 = hostfns/fs default
 	MaxWriteBytes int64         // 0 = hostfns/fs default
@@ -70,7 +76,23 @@ type Deps struct {
 	// HTTPOptions configure the fetcher (a resolver or TLS roots for tests).
 	Resolver  buddyhttp.Resolver
 	TLSConfig *tls.Config
+	// Secrets is buddy's secret store: credential values for the HTTP
+	// functions, and the secrets no host function lets through. With it,
+	// every secret (raw or encoded) is replaced by "[secret:NAME]" in what
+	// a guest reads (files, the environment, keys, memories, responses,
+	// error messages) and in what it writes (files, keys and values,
+	// memories, logs), and a request carrying one where it is not granted
+	// is refused. nil = no secret store.
+	Secrets Secrets
+	// PrivateFiles are files no file host function reads or replaces,
+	// whatever directory is granted: buddy's secret store and its key
+	// (secrets.Store.Files).
+	PrivateFiles []string
 }
+
+// Secrets is what host functions need of buddy's secret store
+// (*secrets.Store satisfies it).
+type Secrets = buddyhttp.Secrets
 
 // Call is the per-invocation state the runtime puts in the context: host
 // functions charge fuel for the work they do and log through it.
@@ -151,19 +173,43 @@ const (
 
 // Set is the linked host functions of one skill.
 type Set struct {
-	funcs []Func
-	read  *fs.Roots
-	write *fs.Roots
-	fetch *buddyhttp.Fetcher
+	funcs   []Func
+	read    *fs.Roots
+	write   *fs.Roots
+	fetch   *buddyhttp.Fetcher
+	secrets Secrets
 	// maxWrite caps the data argument of fs_write before it is copied.
 	maxWrite int64
+}
+
+// redactor is the redactor of the secrets buddy holds now (nil: none).
+func (s *Set) redactor() *secrets.Redactor {
+	if s == nil || s.secrets == nil {
+		return nil
+	}
+	return s.secrets.Redactor()
+}
+
+// redact replaces every secret in b (b itself when none).
+func (s *Set) redact(b []byte) []byte { return s.redactor().RedactBytes(b) }
+
+type setKey struct{}
+
+// withSet lets the shared helpers (succeed, fail) find the Set's redactor.
+func withSet(ctx context.Context, s *Set) context.Context {
+	return context.WithValue(ctx, setKey{}, s)
+}
+
+func setFrom(ctx context.Context) *Set {
+	s, _ := ctx.Value(setKey{}).(*Set)
+	return s
 }
 
 // Link builds the host functions the grants allow. Directories are opened here,
 // once, as os.Roots; a missing directory or a bad domain is an errs.ErrConfig
 // error. Close the Set when the skill is unloaded.
 func Link(g Grants, d Deps) (_ *Set, err error) {
-	s := &Set{}
+	s := &Set{secrets: d.Secrets}
 	defer func() {
 		if err != nil {
 			s.Close(context.Background())
@@ -171,13 +217,13 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 	}()
 	s.add(FnLog, hostLog, []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil)
 	if len(g.Read) > 0 {
-		if s.read, err = fs.Open(g.Read, fs.Options{MaxReadBytes: g.MaxReadBytes}); err != nil {
+		if s.read, err = fs.Open(g.Read, fs.Options{MaxReadBytes: g.MaxReadBytes, Private: d.PrivateFiles}); err != nil {
 			return nil, fmt.Errorf("read grant: %w", err)
 		}
 		s.add(FnFSRead, s.fsRead, ptrs(1), ptrs(1))
 	}
 	if len(g.Write) > 0 {
-		if s.write, err = fs.Open(g.Write, fs.Options{MaxWriteBytes: g.MaxWriteBytes}); err != nil {
+		if s.write, err = fs.Open(g.Write, fs.Options{MaxWriteBytes: g.MaxWriteBytes, Private: d.PrivateFiles}); err != nil {
 			return nil, fmt.Errorf("write grant: %w", err)
 		}
 		s.maxWrite = g.MaxWriteBytes
@@ -194,13 +240,20 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 		if d.TLSConfig != nil {
 			opts = append(opts, buddyhttp.WithTLSConfig(d.TLSConfig))
 		}
+		if d.Secrets != nil {
+			opts = append(opts, buddyhttp.WithSecrets(d.Secrets))
+		}
 		s.fetch, err = buddyhttp.New(buddyhttp.Policy{
 			Domains: g.Domains, MaxBodyBytes: g.MaxFetchBytes, Timeout: g.FetchTimeout,
+			Credentials: g.Credentials,
 		}, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("network grant: %w", err)
 		}
 		s.add(FnHTTPGet, s.httpGet, ptrs(1), ptrs(1))
+		s.add(FnHTTPRequest, s.httpRequest, ptrs(2), ptrs(1))
+	} else if len(g.Credentials) > 0 {
+		return nil, errs.New(errs.ErrConfig, "credentials granted without a network grant")
 	}
 	if len(g.Env) > 0 {
 		getenv := d.Getenv
@@ -236,7 +289,7 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 			if !ok {
 				return
 			}
-			v, err := kv.KVGet(ctx, ns, string(key))
+			v, err := kv.KVGet(ctx, ns, string(s.redact(key)))
 			finish(ctx, k, stack, v, err)
 		}, ptrs(1), ptrs(1))
 		s.add(FnKVSet, func(ctx context.Context, k Kernel, stack []uint64) {
@@ -248,14 +301,14 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 			if !ok {
 				return
 			}
-			finish(ctx, k, stack, nil, kv.KVSet(ctx, ns, string(key), val))
+			finish(ctx, k, stack, nil, kv.KVSet(ctx, ns, string(s.redact(key)), s.redact(val)))
 		}, ptrs(2), ptrs(1))
 		s.add(FnKVDelete, func(ctx context.Context, k Kernel, stack []uint64) {
 			key, ok := readArg(ctx, k, FnKVDelete, stack[0], maxKeyBytes, stack)
 			if !ok {
 				return
 			}
-			finish(ctx, k, stack, nil, kv.KVDelete(ctx, ns, string(key)))
+			finish(ctx, k, stack, nil, kv.KVDelete(ctx, ns, string(s.redact(key))))
 		}, ptrs(1), ptrs(1))
 		mem := d.Memories
 		s.add(FnMemRemember, func(ctx context.Context, k Kernel, stack []uint64) {
@@ -266,7 +319,11 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 			if !readJSON(ctx, k, FnMemRemember, stack, &req) {
 				return
 			}
-			id, err := mem.Remember(ctx, ns, req.Text, req.Tags)
+			r := s.redactor()
+			for i := range req.Tags {
+				req.Tags[i] = r.Redact(req.Tags[i])
+			}
+			id, err := mem.Remember(ctx, ns, r.Redact(req.Text), req.Tags)
 			if err != nil {
 				finish(ctx, k, stack, nil, err)
 				return
@@ -356,6 +413,10 @@ func (s *Set) Close(ctx context.Context) error {
 }
 
 func (s *Set) add(name string, fn func(context.Context, Kernel, []uint64), params, results []api.ValueType) {
+	if s.secrets != nil {
+		inner := fn
+		fn = func(ctx context.Context, k Kernel, stack []uint64) { inner(withSet(ctx, s), k, stack) }
+	}
 	s.funcs = append(s.funcs, Func{Namespace: Namespace, Name: name, Params: params, Results: results, Fn: fn})
 }
 
@@ -388,6 +449,11 @@ func (s *Set) fsWrite(ctx context.Context, k Kernel, stack []uint64) {
 	if !ok {
 		return
 	}
+	if names := s.redactor().Find(path); len(names) > 0 {
+		fail(ctx, k, stack, errs.New(errs.ErrForbidden, fmt.Sprintf("the path of a write holds the secret %q", names[0])))
+		return
+	}
+	data = s.redact(data)
 	n, err := s.write.Write(ctx, string(path), data)
 	if n > 0 {
 		touched(ctx, s.write, string(path), 0, n)
@@ -396,7 +462,7 @@ func (s *Set) fsWrite(ctx context.Context, k Kernel, stack []uint64) {
 		finish(ctx, k, stack, nil, err)
 		return
 	}
-	succeed(ctx, k, stack, binary.LittleEndian.AppendUint64(nil, uint64(n)))
+	stack[0] = writeResult(ctx, k, errs.StatusOK, binary.LittleEndian.AppendUint64(nil, uint64(n)))
 }
 
 func (s *Set) httpGet(ctx context.Context, k Kernel, stack []uint64) {
@@ -405,6 +471,43 @@ func (s *Set) httpGet(ctx context.Context, k Kernel, stack []uint64) {
 		return
 	}
 	resp, err := s.fetch.Get(ctx, string(url))
+	s.httpResult(ctx, k, stack, resp, err, 0)
+}
+
+// maxRequestBodyBytes caps the body argument of http_request (hostfns/http's
+// own cap, checked before the body is copied).
+const maxRequestBodyBytes = buddyhttp.DefaultMaxRequestBytes
+
+// httpRequest is http_request(req, body): req is {"method","url","headers"}.
+func (s *Set) httpRequest(ctx context.Context, k Kernel, stack []uint64) {
+	var req struct {
+		Method  string            `json:"method"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	if !readJSON(ctx, k, FnHTTPRequest, stack, &req) {
+		return
+	}
+	if len(req.URL) > maxURLBytes {
+		fail(ctx, k, stack, errs.New(errs.ErrTooLarge, fmt.Sprintf("%s: URL of %d bytes is over the %d-byte cap", FnHTTPRequest, len(req.URL), maxURLBytes)))
+		return
+	}
+	body, ok := readArg(ctx, k, FnHTTPRequest+" body", stack[1], maxRequestBodyBytes, stack)
+	if !ok {
+		return
+	}
+	resp, err := s.fetch.Do(ctx, buddyhttp.Request{Method: req.Method, URL: req.URL, Header: req.Headers, Body: body})
+	s.httpResult(ctx, k, stack, resp, err, int64(len(body)))
+}
+
+// httpResult answers an HTTP function: u16 LE status, u32 LE n, n bytes of
+// header JSON, the body. The fetcher has taken the secrets out of it.
+func (s *Set) httpResult(ctx context.Context, k Kernel, stack []uint64, resp *buddyhttp.Response, err error, sent int64) {
+	if u := usageFrom(ctx); u != nil && sent > 0 {
+		u.mu.Lock()
+		u.bytesWritten += sent
+		u.mu.Unlock()
+	}
 	if err != nil {
 		finish(ctx, k, stack, nil, err)
 		return
@@ -420,7 +523,7 @@ func (s *Set) httpGet(ctx context.Context, k Kernel, stack []uint64) {
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(hdr)))
 	out = append(out, hdr...)
 	out = append(out, resp.Body...)
-	succeed(ctx, k, stack, out)
+	stack[0] = writeResult(ctx, k, errs.StatusOK, out)
 }
 
 func hostLog(ctx context.Context, k Kernel, stack []uint64) {
@@ -435,7 +538,7 @@ func hostLog(ctx context.Context, k Kernel, stack []uint64) {
 	if !ok {
 		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: pointer %#x is outside kernel memory", FnLog, stack[1])))
 	}
-	c.Log(level, string(msg))
+	c.Log(level, string(setFrom(ctx).redact(msg)))
 }
 
 // readArg reads the kernel block at off, at most max bytes. A bad pointer ends
@@ -500,8 +603,10 @@ func finish(ctx context.Context, k Kernel, stack []uint64, data []byte, err erro
 	succeed(ctx, k, stack, data)
 }
 
+// succeed answers with data, every secret in it replaced by
+// "[secret:NAME]" (a file, a variable, a value may hold one).
 func succeed(ctx context.Context, k Kernel, stack []uint64, data []byte) {
-	stack[0] = writeResult(ctx, k, errs.StatusOK, data)
+	stack[0] = writeResult(ctx, k, errs.StatusOK, setFrom(ctx).redact(data))
 }
 
 // fail hands the guest an error status and message. If the call's deadline has
@@ -514,7 +619,7 @@ func fail(ctx context.Context, k Kernel, stack []uint64, err error) {
 	if errors.Is(err, errs.ErrFuelExhausted) || errors.Is(err, errs.ErrTimeout) || errors.Is(err, errs.ErrCanceled) {
 		panic(err)
 	}
-	stack[0] = writeResult(ctx, k, errs.StatusOf(err), []byte(err.Error()))
+	stack[0] = writeResult(ctx, k, errs.StatusOf(err), setFrom(ctx).redact([]byte(err.Error())))
 }
 
 // writeResult allocates a kernel block for status+payload. An allocation the

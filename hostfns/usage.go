@@ -20,6 +20,7 @@ type Usage struct {
 	paths        []string
 	hosts        []string
 	addrs        []string
+	credentials  []string
 }
 
 // Report is a copy of what a Usage recorded; lists are distinct, in order of
@@ -27,6 +28,8 @@ type Usage struct {
 type Report struct {
 	BytesRead, BytesWritten int64
 	Paths, Hosts, Addresses []string
+	// Credentials are the names of the credentials added to its requests.
+	Credentials []string
 }
 
 type usageKey struct{}
@@ -34,6 +37,11 @@ type usageKey struct{}
 // WithUsage returns ctx recording into u.
 func WithUsage(ctx context.Context, u *Usage) context.Context {
 	ctx = context.WithValue(ctx, usageKey{}, u)
+	ctx = buddyhttp.WithCredentialUse(ctx, func(name string) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		u.credentials = addOnce(u.credentials, name)
+	})
 	return buddyhttp.WithContacts(ctx, func(host string, addr netip.AddrPort) {
 		u.mu.Lock()
 		defer u.mu.Unlock()
@@ -54,6 +62,7 @@ func (u *Usage) Report() Report {
 	return Report{
 		BytesRead: u.bytesRead, BytesWritten: u.bytesWritten,
 		Paths: slices.Clone(u.paths), Hosts: slices.Clone(u.hosts), Addresses: slices.Clone(u.addrs),
+		Credentials: slices.Clone(u.credentials),
 	}
 }
 

@@ -173,7 +173,7 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 	if int64(len(o.out)) > m.r.opts.MaxOutputBytes {
 		return nil, errs.New(ErrTooLarge, fmt.Sprintf("output of %d bytes is over the %d-byte cap", len(o.out), m.r.opts.MaxOutputBytes))
 	}
-	return &Result{Output: o.out, Fuel: st.used(), Duration: time.Since(start)}, nil
+	return &Result{Output: m.r.redact(o.out), Fuel: st.used(), Duration: time.Since(start)}, nil
 }
 
 // watchdogGrace is how long past the deadline the caller waits for the guest to
@@ -543,7 +543,7 @@ func (st *callState) Log(level int32, msg string) {
 	st.logLines++
 	st.logBytes += len(msg)
 	if st.m.r.opts.Log != nil {
-		st.m.r.opts.Log(st.m.name, Level(level), msg)
+		st.m.r.opts.Log(st.m.name, Level(level), string(st.m.r.redact([]byte(msg))))
 	}
 }
 
@@ -606,7 +606,7 @@ func (m *Module) classify(err error, st *callState, rc uint32) error {
 	msg := err.Error()
 	if st.settled && st.errorSet && !inInit {
 		// The export returned normally: this is the guest's own error_set.
-		kind, text := errs.GuestKind(msg)
+		kind, text := errs.GuestKind(string(m.r.redact([]byte(msg))))
 		return &SkillError{Code: rc, Message: text, Kind: kind}
 	}
 	if st.oom {

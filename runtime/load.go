@@ -36,7 +36,8 @@ type sig struct{ params, results []api.ValueType }
 // signatures go-sdk v1.7.1 defines (host.go instantiateEnvModule). The HTTP
 // functions are refused: they check only the first URL's host, follow
 // redirects unchecked and filter no dialled address;
-// buddy:host/v1.http_get is the way to the network.
+// buddy:host/v1.http_get and http_request are the way to the
+// network.
 var kernelImports = map[string]sig{
 	"alloc":            {[]api.ValueType{i64}, []api.ValueType{i64}},
 	"free":             {[]api.ValueType{i64}, nil},
@@ -98,6 +99,7 @@ var capabilityOf = map[string]string{
 	hostfns.FnFSRead:      "files_read",
 	hostfns.FnFSWrite:     "files_write",
 	hostfns.FnHTTPGet:     "network",
+	hostfns.FnHTTPRequest: "network",
 	hostfns.FnEnvGet:      "env",
 	hostfns.FnKVGet:       "memory",
 	hostfns.FnKVSet:       "memory",
@@ -189,6 +191,7 @@ var effectOf = map[string]Permission{
 	hostfns.FnKVDelete:    Mutating,
 	hostfns.FnMemRemember: Mutating,
 	hostfns.FnHTTPGet:     Network,
+	hostfns.FnHTTPRequest: Network,
 	hostfns.FnSchedule:    Mutating,
 }
 
@@ -324,7 +327,7 @@ func checkKnownImport(imp fuel.Import) error {
 			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: "which the Extism kernel does not provide", Kind: ErrInvalidInput}
 		}
 		if refusedKernel[imp.Name] {
-			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: "refused: Extism's HTTP client checks no redirect or address; use buddy:host/v1.http_get", Kind: ErrForbidden}
+			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: "refused: Extism's HTTP client checks no redirect or address; use buddy:host/v1.http_get or http_request", Kind: ErrForbidden}
 		}
 		if !sameSig(imp.Type, want) {
 			return &ImportError{Module: imp.Module, Name: imp.Name, Reason: fmt.Sprintf("signature mismatch: module wants %s, kernel has %s", typeString(imp.Type), sigString(want)), Kind: ErrInvalidInput}

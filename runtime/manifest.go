@@ -14,6 +14,7 @@ import (
 	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/internal/base/rules"
 	"github.com/buddy-run/buddy/internal/base/tomlx"
+	"github.com/buddy-run/buddy/internal/secrets"
 )
 
 // Permission is what a skill's effects are, for the approval gate.
@@ -51,8 +52,36 @@ type Manifest struct {
 	// InputSchema is the JSON Schema of the input, as the LLM sees it.
 	InputSchema  map[string]any
 	Capabilities Capabilities
-	Resources    Resources
+	// Credentials are the secrets the skill asks buddy to send for it
+	// ([credentials.NAME]), sorted by name. Nothing here is granted by
+	// itself: buddy.toml's [skills.NAME] credentials = [...] grants them.
+	Credentials []Credential
+	Resources   Resources
 }
+
+// Credential is one [credentials.NAME] section of skill.toml: a secret of
+// buddy's store (named NAME) that the HTTP host functions add to the
+// skill's requests to Hosts, the way As says. The skill never sees it.
+type Credential struct {
+	Name string `json:"name"`
+	// Hosts are allowlist entries (package allow, as a manifest writes
+	// them), each within capabilities.network.
+	Hosts []string `json:"hosts"`
+	// As is how it is sent: CredentialBearer, CredentialBasic,
+	// CredentialHeader or CredentialQuery.
+	As string `json:"as"`
+	// Param is the header (as = "header") or query parameter (as =
+	// "query") it is sent in; "" otherwise.
+	Param string `json:"param,omitempty"`
+}
+
+// How a credential is sent (Credential.As).
+const (
+	CredentialBearer = "bearer" // Authorization: Bearer VALUE
+	CredentialBasic  = "basic"  // Authorization: Basic base64(VALUE), VALUE being "user:password"
+	CredentialHeader = "header" // Param: VALUE
+	CredentialQuery  = "query"  // ?Param=VALUE
+)
 
 // Capabilities is what a skill declares it may ask for. The operator's grants
 // (buddy.toml) are intersected with this; nothing here is granted by itself.
@@ -121,11 +150,18 @@ type manifestFile struct {
 		Memory     bool     `toml:"memory"`
 		Schedule   bool     `toml:"schedule"`
 	} `toml:"capabilities"`
-	Resources struct {
+	Credentials map[string]credentialFile `toml:"credentials"`
+	Resources   struct {
 		Fuel     *int64  `toml:"fuel"`
 		MemoryMB *int64  `toml:"memory_mb"`
 		Timeout  *string `toml:"timeout"`
 	} `toml:"resources"`
+}
+
+type credentialFile struct {
+	Hosts []string `toml:"hosts"`
+	As    *string  `toml:"as"`
+	Name  *string  `toml:"name"`
 }
 
 var (
@@ -262,6 +298,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if len(m.Capabilities.Network) > 0 && m.Permission != Network && m.Permission != "" {
 		fail("capabilities.network", "a skill that reaches the network must declare permission = \"network\"")
 	}
+	m.Credentials = parseCredentials(f.Credentials, m.Capabilities.Network, fail)
 
 	r := &f.Resources
 	if fuel := v.Positive(r.Fuel, "resources.fuel", MaxFuel); fuel > 0 {
@@ -281,6 +318,145 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// MaxCredentials caps the [credentials.NAME] sections of one skill.toml.
+const MaxCredentials = 16
+
+// parseCredentials validates [credentials.NAME] sections against the
+// network the skill declares.
+func parseCredentials(in map[string]credentialFile, network []string, fail func(string, string, ...any)) []Credential {
+	if len(in) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(in))
+	for n := range in {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) > MaxCredentials {
+		fail("credentials", "%d credentials; at most %d", len(names), MaxCredentials)
+		return nil
+	}
+	var declared []allow.Entry
+	for _, d := range network {
+		if e, err := allow.Parse(d, allow.Manifest); err == nil {
+			declared = append(declared, e)
+		}
+	}
+	var out []Credential
+	for _, name := range names {
+		cf := in[name]
+		at := func(key string) string { return "credentials." + name + "." + key }
+		if !secrets.ValidName(name) {
+			fail("credentials."+name, "%q is not a secret name: %s", name, secrets.NameRule)
+			continue
+		}
+		c := Credential{Name: name, As: CredentialBearer}
+		ok := true
+		if len(cf.Hosts) == 0 {
+			fail(at("hosts"), "required: the hosts the credential may be sent to")
+			ok = false
+		}
+		for i, h := range cf.Hosts {
+			e, err := allow.Parse(h, allow.Manifest)
+			switch {
+			case err != nil:
+				fail(fmt.Sprintf("%s[%d]", at("hosts"), i), "%v", err)
+				ok = false
+				continue
+			case e.Any():
+				fail(fmt.Sprintf("%s[%d]", at("hosts"), i), "\"*\" is not a host: name where the credential may be sent")
+				ok = false
+				continue
+			}
+			within := false
+			for _, d := range declared {
+				within = within || allow.Within(e, d)
+			}
+			if !within {
+				fail(fmt.Sprintf("%s[%d]", at("hosts"), i), "%s is not among capabilities.network: a credential is sent only where the skill may connect", e.String())
+				ok = false
+				continue
+			}
+			c.Hosts = append(c.Hosts, e.String())
+		}
+		if cf.As != nil {
+			c.As = *cf.As
+		}
+		switch c.As {
+		case CredentialBearer, CredentialBasic:
+			if cf.Name != nil {
+				fail(at("name"), "only for as = \"header\" or \"query\"")
+				ok = false
+			}
+		case CredentialHeader, CredentialQuery:
+			if cf.Name == nil || *cf.Name == "" {
+				fail(at("name"), "required for as = %q: the %s to send it in", c.As, map[string]string{CredentialHeader: "header", CredentialQuery: "query parameter"}[c.As])
+				ok = false
+				break
+			}
+			c.Param = *cf.Name
+			if why := ParamProblem(c.As, c.Param); why != "" {
+				fail(at("name"), "%q %s", c.Param, why)
+				ok = false
+			}
+		default:
+			fail(at("as"), "%q must be \"bearer\", \"basic\", \"header\" or \"query\"", c.As)
+			ok = false
+		}
+		if ok {
+			c.Hosts = dedupe(c.Hosts)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// reservedHeaders are headers a credential may not be sent in: they frame
+// the request or the connection, decide how the answer is decoded, or
+// describe the body (and so do every Proxy-* header). hostfns/http refuses
+// the framing ones too, so that a manifest accepted here always links.
+var reservedHeaders = map[string]bool{
+	"host": true, "content-length": true, "transfer-encoding": true, "connection": true, "keep-alive": true,
+	"upgrade": true, "te": true, "trailer": true, "proxy-authorization": true, "proxy-connection": true,
+	"expect": true, "accept-encoding": true, "content-type": true, "content-encoding": true, "cookie": true,
+}
+
+// ParamProblem says why name cannot carry a credential sent as as
+// (CredentialHeader: an HTTP header name; CredentialQuery: a query
+// parameter), "" when it can.
+func ParamProblem(as, name string) string {
+	if len(name) == 0 || len(name) > 128 {
+		return "must be 1 to 128 characters"
+	}
+	switch as {
+	case CredentialHeader:
+		for _, c := range []byte(name) {
+			if !tokenChar(c) {
+				return "is not an HTTP header name"
+			}
+		}
+		if lower := strings.ToLower(name); reservedHeaders[lower] || strings.HasPrefix(lower, "proxy-") {
+			return "is a header buddy sets itself"
+		}
+	case CredentialQuery:
+		if !queryParamRE.MatchString(name) {
+			return "is not a plain query parameter name (letters, digits, _ - . ~ [ ])"
+		}
+	}
+	return ""
+}
+
+var queryParamRE = regexp.MustCompile(`^[A-Za-z0-9_.~\[\]-]+$`)
+
+// tokenChar reports whether c may appear in an HTTP token (RFC 9110).
+func tokenChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // checkSchema accepts a JSON Schema for a tool input: an object schema made

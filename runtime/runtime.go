@@ -104,6 +104,19 @@ type Options struct {
 	// ExtraHostFunctions are linked into every module besides its grants: for
 	// embedders and tests. Their namespaces count as granted.
 	ExtraHostFunctions []hostfns.Func
+	// Redact, when set, replaces the secrets buddy knows in what a guest
+	// hands out: its output, its error message, its log lines and the
+	// values of its Extism vars (package secrets). It must return its
+	// argument when there is nothing to replace.
+	Redact func([]byte) []byte
+}
+
+// redact applies Options.Redact.
+func (r *Runtime) redact(b []byte) []byte {
+	if r.opts.Redact == nil {
+		return b
+	}
+	return r.opts.Redact(b)
 }
 
 // Runtime compiles and runs skills. It is safe for concurrent use; Close it to

@@ -61,7 +61,7 @@ func (st *callState) varSet(stack []uint64) {
 		}
 		return
 	}
-	v := st.readBlock("var_set", "value", stack[1])
+	v := st.m.r.redact(st.readBlock("var_set", "value", stack[1]))
 	st.k.Free(stack[1])
 	size := st.vars.bytes + len(name) + len(v)
 	if had {

@@ -85,3 +85,24 @@ func TestVars(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactVarsAndOutput: Options.Redact sees a var's value as the guest
+// sets it, and the output as the guest hands it out.
+func TestRedactVarsAndOutput(t *testing.T) {
+	var seen []string
+	rt := newRuntime(t, runtime.Options{Redact: func(b []byte) []byte {
+		seen = append(seen, string(b))
+		return []byte(strings.ReplaceAll(string(b), "hunter2-secret", "[secret:pw]"))
+	}})
+	mod := load(t, rt, "hostcalls/vars.wasm", manifest("roundtrip", nil), nil)
+	res, err := mod.Call(t.Context(), []byte("pw=hunter2-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Output) != "pw=[secret:pw]" {
+		t.Errorf("output %q", res.Output)
+	}
+	if len(seen) != 2 || seen[0] != "pw=hunter2-secret" || seen[1] != "pw=[secret:pw]" {
+		t.Errorf("Redact saw %q: want the var's value as set, then the output (the var already redacted)", seen)
+	}
+}

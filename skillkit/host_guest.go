@@ -25,6 +25,9 @@ func hostFSWriteRaw(path, data uint64) uint64
 //go:wasmimport buddy:host/v1 http_get
 func hostHTTPGetRaw(url uint64) uint64
 
+//go:wasmimport buddy:host/v1 http_request
+func hostHTTPRequestRaw(req, body uint64) uint64
+
 //go:wasmimport buddy:host/v1 env_get
 func hostEnvGetRaw(name uint64) uint64
 
@@ -159,6 +162,13 @@ func hostHTTPGet(url []byte) []byte {
 	u := block(url)
 	defer u.Free()
 	return result(hostHTTPGetRaw(u.Offset()))
+}
+
+func hostHTTPRequest(req, body []byte) []byte {
+	r, b := block(req), block(body)
+	defer r.Free()
+	defer b.Free()
+	return result(hostHTTPRequestRaw(r.Offset(), b.Offset()))
 }
 
 func hostEnvGet(name []byte) []byte {

@@ -79,13 +79,14 @@ func call(fn string, args ...[]byte) []byte {
 	return Result(KindUnavailable, []byte(fn+": not running inside buddy"))
 }
 
-func hostFSRead(path []byte) []byte        { return call("fs_read", path) }
-func hostFSWrite(path, data []byte) []byte { return call("fs_write", path, data) }
-func hostHTTPGet(url []byte) []byte        { return call("http_get", url) }
-func hostEnvGet(name []byte) []byte        { return call("env_get", name) }
-func hostKVGet(key []byte) []byte          { return call("kv_get", key) }
-func hostKVSet(key, value []byte) []byte   { return call("kv_set", key, value) }
-func hostKVDelete(key []byte) []byte       { return call("kv_delete", key) }
-func hostRemember(req []byte) []byte       { return call("memory_remember", req) }
-func hostRecall(req []byte) []byte         { return call("memory_recall", req) }
-func hostSchedule(req []byte) []byte       { return call("schedule", req) }
+func hostFSRead(path []byte) []byte           { return call("fs_read", path) }
+func hostFSWrite(path, data []byte) []byte    { return call("fs_write", path, data) }
+func hostHTTPGet(url []byte) []byte           { return call("http_get", url) }
+func hostHTTPRequest(req, body []byte) []byte { return call("http_request", req, body) }
+func hostEnvGet(name []byte) []byte           { return call("env_get", name) }
+func hostKVGet(key []byte) []byte             { return call("kv_get", key) }
+func hostKVSet(key, value []byte) []byte      { return call("kv_set", key, value) }
+func hostKVDelete(key []byte) []byte          { return call("kv_delete", key) }
+func hostRemember(req []byte) []byte          { return call("memory_remember", req) }
+func hostRecall(req []byte) []byte            { return call("memory_recall", req) }
+func hostSchedule(req []byte) []byte          { return call("schedule", req) }

@@ -256,3 +256,33 @@ func TestHandleDecodesFieldersAsEncodingJSONDoes(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPRequest(t *testing.T) {
+	payload := binary.LittleEndian.AppendUint16(nil, 201)
+	payload = binary.LittleEndian.AppendUint32(payload, 2)
+	payload = append(append(payload, "{}"...), "created"...)
+	var gotReq, gotBody []byte
+	fake(t, "", func(name string, args ...[]byte) []byte {
+		if name != "http_request" || len(args) != 2 {
+			return Result(KindInternal, []byte("wrong call"))
+		}
+		gotReq, gotBody = args[0], args[1]
+		return Result("", payload)
+	})
+	r, err := HTTPRequest(Request{Method: "POST", URL: "https://api.example.com/x", Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"a":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != 201 || string(r.Body) != "created" {
+		t.Errorf("response %+v", r)
+	}
+	if string(gotReq) != `{"method":"POST","url":"https://api.example.com/x","headers":{"Content-Type":"application/json"}}` || string(gotBody) != `{"a":1}` {
+		t.Errorf("sent %s + %s", gotReq, gotBody)
+	}
+	fake(t, "", func(string, ...[]byte) []byte {
+		return Result(KindForbidden, []byte(`the request carries the secret "github", which is not granted for evil.test`))
+	})
+	if _, err := HTTPRequest(Request{URL: "https://evil.test/"}); !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "github") {
+		t.Errorf("refused: %v", err)
+	}
+}

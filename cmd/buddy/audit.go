@@ -70,6 +70,9 @@ func (a *app) auditList(ctx context.Context, args []string) (err error) {
 	fmt.Fprintln(tw, "ID\tTIME\tKIND\tCONVERSATION\tSKILL\tOUTCOME\tFUEL\tTOUCHED")
 	for _, r := range rows {
 		touched := append(append(append([]string(nil), r.Paths...), r.Hosts...), r.Addresses...)
+		for _, c := range r.Credentials {
+			touched = append(touched, "credential:"+c)
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Time.Format(time.RFC3339), safe(r.Kind),
 			safe(orDash(r.Conversation)), safe(orDash(r.Skill)), safe(r.Outcome), r.Fuel, safe(orDash(strings.Join(touched, " "))))
 	}

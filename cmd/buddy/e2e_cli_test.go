@@ -606,7 +606,7 @@ func TestLifecycle(t *testing.T) {
 
 	// 5. With --yes: upgraded; a network skill now asks before it runs.
 	out = s.run(t, "skill", "install", plugin, "--manifest", v2, "--upgrade", "--yes").ok(t)
-	if !strings.Contains(out, "upgraded 1.0.0 → as_greet 1.1.0 (sha256 "+sum[:16]+")") || !strings.Contains(out, "may GET https://api.example.com if you allow it") {
+	if !strings.Contains(out, "upgraded 1.0.0 → as_greet 1.1.0 (sha256 "+sum[:16]+")") || !strings.Contains(out, "may send HTTP requests to api.example.com if you allow it") {
 		t.Errorf("upgrade output:\n%s", out)
 	}
 	upgraded := list()["as_greet"]

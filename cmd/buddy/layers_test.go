@@ -25,7 +25,7 @@ var layers = []struct {
 	{"state and configuration", []string{"internal/store", "internal/config", "internal/catalog"}},
 	{"runtime", []string{"runtime/"}},
 	{"host functions", []string{"hostfns", "hostfns/fs", "hostfns/http"}},
-	{"leaves", []string{"internal/base/", "hostfns/allow", "hostfns/kv", "builtins-wasm", "templates", "internal/proc/", "internal/testkit/"}},
+	{"leaves", []string{"internal/base/", "internal/secrets", "hostfns/allow", "hostfns/kv", "builtins-wasm", "templates", "internal/proc/", "internal/testkit/"}},
 }
 
 // sameLayer are the imports allowed inside one layer (from → to).

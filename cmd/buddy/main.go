@@ -11,6 +11,7 @@
 //	buddy serve [--listen 127.0.0.1:7700]              # the WebSocket server; SIGHUP reloads buddy.toml
 //	buddy token [--rotate]                            # the server's bearer token
 //	buddy audit list [--conversation ID] [--json] | audit verify
+//	buddy secret set NAME | list [--json] | rm NAME   # credentials for skills, the provider's key
 //	buddy mcp                                         # the skills over MCP on stdio (docs/PROTOCOL.md#mcp)
 //	buddy chat [--url URL] [--conversation ID]        # chat with a running buddy serve in the terminal
 //	buddy pair list | approve CODE | revoke USER_ID   # who may talk to buddy in a chat channel (docs/CHANNELS.md)
@@ -109,6 +110,9 @@ Usage:
   buddy token [--rotate]              print (or replace) the server's token
   buddy audit list [--conversation ID] [--limit N] [--json]
   buddy audit verify                  check the audit log's chain and head (exit 14: tampered)
+  buddy secret set NAME               store a secret: from the terminal (not echoed) or stdin, never an argument
+  buddy secret list [--json]          the secrets' names, when set, which skills use them (never values)
+  buddy secret rm NAME
   buddy mcp                           the skills over MCP on stdin/stdout, for MCP clients
   buddy mcp forget                    clear what MCP clients have read (their taint) and their SKILL.md bindings
   buddy chat [--url URL] [--conversation ID]
@@ -150,6 +154,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.token(ctx, args[1:])
 	case "audit":
 		return a.audit(ctx, args[1:])
+	case "secret":
+		return a.secret(ctx, args[1:])
 	case "mcp":
 		return a.mcpCommand(ctx, args[1:])
 	case "chat":

@@ -31,7 +31,7 @@ func (a *app) mcpCommand(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer closeEnv(ctx, e, &err)
-	log := newLogger(a.stderr)
+	log := e.newLogger(a.stderr)
 
 	var fallback approval.Asker
 	switch e.cfg.MCP.Approval {

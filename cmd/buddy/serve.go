@@ -43,7 +43,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer closeEnv(ctx, e, &err)
-	log := newLogger(a.stderr)
+	log := e.newLogger(a.stderr)
 	cfg := e.cfg
 	listen := cfg.Server.Listen
 	if *listenFlag != "" {
@@ -141,6 +141,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 		WriteTimeout:    cfg.Server.WriteTimeout,
 		MaxConnections:  cfg.Server.MaxConnections,
 		Logger:          log,
+		Redact:          e.secrets.RedactBytes,
 	})
 	if err == nil {
 		err = mcpErr

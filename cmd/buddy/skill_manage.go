@@ -13,6 +13,7 @@ import (
 	"github.com/buddy-run/buddy/hostfns/allow"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/base/textsafe"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/skills/install"
 	"github.com/buddy-run/buddy/internal/skills/skillmd"
@@ -31,11 +32,13 @@ type skillJSON struct {
 	Status       skills.Status        `json:"status"`
 	Problem      string               `json:"problem,omitempty"`
 	Capabilities runtime.Capabilities `json:"capabilities"`
-	Grants       grantsJSON           `json:"grants"`
-	Resources    resourcesJSON        `json:"resources"`
-	SHA256       string               `json:"sha256"`
-	WasmPath     string               `json:"wasm_path,omitempty"`
-	InputSchema  map[string]any       `json:"input_schema,omitempty"`
+	// Credentials are what the skill.toml declares ([credentials.NAME]).
+	Credentials []runtime.Credential `json:"credentials"`
+	Grants      grantsJSON           `json:"grants"`
+	Resources   resourcesJSON        `json:"resources"`
+	SHA256      string               `json:"sha256"`
+	WasmPath    string               `json:"wasm_path,omitempty"`
+	InputSchema map[string]any       `json:"input_schema,omitempty"`
 }
 
 type grantsJSON struct {
@@ -44,6 +47,9 @@ type grantsJSON struct {
 	Domains   []string `json:"domains"`
 	Env       []string `json:"env"`
 	Namespace string   `json:"memory_namespace,omitempty"`
+	// Credentials are the credentials granted, and the hosts buddy sends
+	// each to (names only).
+	Credentials []catalog.CredentialGrant `json:"credentials"`
 }
 
 type resourcesJSON struct {
@@ -58,9 +64,17 @@ func toJSON(s *skills.Skill, withSchema bool) skillJSON {
 		Name: s.Name, Version: m.Version, Description: m.Description, Author: m.Author,
 		Builtin: s.Builtin, Permission: m.Permission, Approval: string(s.Approval), Status: s.Status,
 		Capabilities: m.Capabilities, SHA256: s.SHA256, WasmPath: s.WasmPath,
+		Credentials: m.Credentials,
 		Grants: grantsJSON{Read: nonNil(s.Grants.Read), Write: nonNil(s.Grants.Write),
-			Domains: nonNil(allow.Strings(s.Grants.Domains)), Env: nonNil(s.Grants.Env), Namespace: s.Grants.Namespace},
+			Domains: nonNil(allow.Strings(s.Grants.Domains)), Env: nonNil(s.Grants.Env), Namespace: s.Grants.Namespace,
+			Credentials: []catalog.CredentialGrant{}},
 		Resources: resourcesJSON{Fuel: m.Resources.Fuel, MemoryMB: m.Resources.MemoryMB, Timeout: m.Resources.Timeout.String()},
+	}
+	if j.Credentials == nil {
+		j.Credentials = []runtime.Credential{}
+	}
+	for _, c := range s.Grants.Credentials {
+		j.Grants.Credentials = append(j.Grants.Credentials, catalog.CredentialGrant{Name: c.Name, Hosts: allow.Strings(c.Hosts)})
 	}
 	if s.Problem != nil {
 		j.Problem = s.Problem.Error()
@@ -95,6 +109,9 @@ func describeGrants(g hostfns.Grants) string {
 	}
 	if g.Namespace != "" {
 		parts = append(parts, "memory")
+	}
+	for _, c := range g.Credentials {
+		parts = append(parts, "credential "+c.Name+" for "+strings.Join(allow.Strings(c.Hosts), ", "))
 	}
 	if len(parts) == 0 {
 		return "nothing"

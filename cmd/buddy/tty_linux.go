@@ -2,4 +2,7 @@ package main
 
 import "golang.org/x/sys/unix"
 
-const ioctlGetTermios = unix.TCGETS
+const (
+	ioctlGetTermios = unix.TCGETS
+	ioctlSetTermios = unix.TCSETS
+)

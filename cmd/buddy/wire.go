@@ -23,8 +23,10 @@ import (
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/front/mcpserver"
 	"github.com/buddy-run/buddy/internal/front/server"
+	"github.com/buddy-run/buddy/internal/llm"
 	"github.com/buddy-run/buddy/internal/llm/anthropic"
 	"github.com/buddy-run/buddy/internal/llm/openai"
+	"github.com/buddy-run/buddy/internal/secrets"
 	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/skills/skillmd"
 	"github.com/buddy-run/buddy/internal/store"
@@ -74,6 +76,13 @@ func approvalSettings(cfg *config.Config) approval.Settings {
 // newLogger is the structured log of long-running commands, on stderr.
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// newLogger is the structured log of a long-running command, with every
+// secret the env's store holds (and the provider's key) replaced by
+// "[secret:NAME]" in every line.
+func (e *env) newLogger(w io.Writer) *slog.Logger {
+	return newLogger(e.secrets.Writer(w))
 }
 
 // compactionRecorder writes an audit row for every compaction of a
@@ -160,6 +169,9 @@ type env struct {
 	dataDir  string
 	rt       *runtime.Runtime
 	st       *store.Store
+	// secrets is the secret store of the data directory: credentials,
+	// the provider's key, and what every output of buddy is redacted with.
+	secrets *secrets.Store
 	// live is the registry of skills, replaced on a reload.
 	live *skills.Live
 	// md is the SKILL.md skills (nil when [instructions] is disabled or
@@ -195,17 +207,21 @@ func (a *app) openEnv(ctx context.Context, configFlag string, withStore, withReg
 	if e.dataDir, err = e.cfg.DataDir(); err != nil {
 		return nil, err
 	}
+	if e.secrets, err = secrets.Open(e.dataDir); err != nil {
+		return nil, err
+	}
 	e.rt, err = runtime.New(ctx, runtime.Options{
 		CacheDir:      filepath.Join(e.dataDir, "cache"),
 		MaxConcurrent: e.cfg.Limits.MaxConcurrent,
 		Prepared:      a.prepared(),
 		Log:           guestLogger(a.stderr),
+		Redact:        e.secrets.RedactBytes,
 	})
 	if err != nil {
 		return nil, err
 	}
 	if withStore || withRegistry {
-		if e.st, err = store.Open(ctx, e.cfg.Storage.Path, store.Options{}); err != nil {
+		if e.st, err = store.Open(ctx, e.cfg.Storage.Path, store.Options{Redact: e.secrets.RedactBytes}); err != nil {
 			return nil, err
 		}
 	}
@@ -238,7 +254,7 @@ func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*skills.Regi
 		Runtime: e.rt,
 		Config:  cfg,
 		Store:   e.st,
-		Deps:    hostfns.Deps{KV: e.st, Memories: e.st, Jobs: e.jobsDep()},
+		Deps:    hostfns.Deps{KV: e.st, Memories: e.st, Secrets: e.secrets, PrivateFiles: e.secrets.Files(), Jobs: e.jobsDep()},
 	})
 }
 
@@ -376,35 +392,42 @@ func (m *skillsMD) guard() func(ctx context.Context, req approval.Request) error
 }
 
 // newProvider builds the configured LLM provider, or nil when [provider]
-// names none. The API key is read from the variable api_key_env names; it is
-// never logged or stored.
-func newProvider(p config.Provider) (agent.Provider, error) {
+// names none. The API key is read from the variable api_key_env names (its
+// value is then redacted like a stored secret), or from the secret store
+// (api_key_secret) at every request; it is never logged or stored.
+func newProvider(p config.Provider, sec *secrets.Store) (agent.Provider, error) {
 	if p.Kind == "" {
 		return nil, nil
 	}
 	var key string
-	if p.APIKeyEnv != "" {
+	var keyFunc llm.Key
+	switch {
+	case p.APIKeyEnv != "":
 		key = os.Getenv(p.APIKeyEnv)
 		if key == "" {
 			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("provider.api_key_env: the environment variable %s is empty or unset", p.APIKeyEnv))
 		}
+		sec.Also(p.APIKeyEnv, []byte(key))
+	case p.APIKeySecret != "":
+		name := p.APIKeySecret
+		if !sec.Has(name) {
+			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("provider.api_key_secret: the secret %q is not in the secret store: set it with buddy secret set %s", name, name))
+		}
+		keyFunc = func(ctx context.Context) ([]byte, error) { return sec.Secret(ctx, name) }
+	}
+	opts := llm.Options{
+		BaseURL: p.BaseURL, Model: p.Model, APIKey: key, KeyFunc: keyFunc, Timeout: p.Timeout,
+		Temperature: p.Temperature, MaxTokens: p.MaxTokens,
+		MaxAnswerBytes: p.MaxAnswerBytes, MaxToolCalls: p.MaxToolCalls,
 	}
 	switch p.Kind {
 	case "openai":
-		return openai.New(openai.Options{
-			BaseURL: p.BaseURL, Model: p.Model, APIKey: key, Timeout: p.Timeout,
-			Temperature: p.Temperature, MaxTokens: p.MaxTokens,
-			MaxAnswerBytes: p.MaxAnswerBytes, MaxToolCalls: p.MaxToolCalls,
-		})
+		return openai.New(opts)
 	case "anthropic":
-		if key == "" {
-			return nil, errs.New(errs.ErrConfig, "provider.api_key_env: the Anthropic API needs a key: name the environment variable that holds it")
+		if key == "" && keyFunc == nil {
+			return nil, errs.New(errs.ErrConfig, "provider.api_key_env: the Anthropic API needs a key: name the environment variable that holds it, or set api_key_secret")
 		}
-		return anthropic.New(anthropic.Options{
-			BaseURL: p.BaseURL, Model: p.Model, APIKey: key, Timeout: p.Timeout,
-			Temperature: p.Temperature, MaxTokens: p.MaxTokens,
-			MaxAnswerBytes: p.MaxAnswerBytes, MaxToolCalls: p.MaxToolCalls,
-		})
+		return anthropic.New(opts)
 	}
 	return nil, errs.New(errs.ErrConfig, fmt.Sprintf("provider.kind %q is not known", p.Kind))
 }
@@ -451,12 +474,13 @@ type agentVariant struct {
 // ([budget], before every request).
 func (e *env) agentFactory(ctx context.Context, log *slog.Logger, meter agent.Meter) (func(gate catalog.Skills, v agentVariant) *agent.Agent, error) {
 	cfg := e.cfg
-	provider, err := newProvider(cfg.Provider)
+	provider, err := newProvider(cfg.Provider, e.secrets)
 	if err != nil || provider == nil {
 		return func(catalog.Skills, agentVariant) *agent.Agent { return nil }, err
 	}
 	window := contextWindow(ctx, cfg.Provider, provider, log)
-	providers := map[string]agent.Provider{cfg.Provider.Model: provider}
+	// What the model sends back is redacted before anything sees it.
+	providers := map[string]agent.Provider{cfg.Provider.Model: llm.Redacting(provider, e.secrets)}
 	var mu sync.Mutex
 	providerFor := func(model string) (agent.Provider, error) {
 		mu.Lock()
@@ -466,10 +490,11 @@ func (e *env) agentFactory(ctx context.Context, log *slog.Logger, meter agent.Me
 		}
 		pc := cfg.Provider
 		pc.Model = model
-		p, err := newProvider(pc)
+		p, err := newProvider(pc, e.secrets)
 		if err != nil {
 			return nil, err
 		}
+		p = llm.Redacting(p, e.secrets)
 		providers[model] = p
 		return p, nil
 	}

@@ -67,6 +67,16 @@
 // Data over [Options.MaxWriteBytes] is refused before anything touches the disk.
 // A replaced file's owner is not preserved: the new file belongs to buddy's user.
 //
+// # Private files
+//
+// [Options.Private] names files no guest may read or replace whatever path
+// leads to them (buddy's secret store and its key, which a grant of a
+// directory above buddy's data directory would otherwise expose): Read
+// refuses a file that is one of them (the same file, by device and inode,
+// however it is reached: a symlink inside the directory, a hard link), and
+// Write refuses a name that is one, in the directory it is in, whether the
+// file exists yet or not. Both are [errs.ErrForbidden].
+//
 // # Errors
 //
 // Every error wraps one of the kinds of internal/base/errs ([errs.ErrForbidden],
@@ -107,6 +117,9 @@ type Options struct {
 	MaxReadBytes int64
 	// MaxWriteBytes caps the data Write accepts; 0 means DefaultMaxBytes.
 	MaxWriteBytes int64
+	// Private are absolute paths of files no guest may read or replace
+	// (see "Private files"); they need not exist yet.
+	Private []string
 }
 
 // Roots is a set of allowed directories, each held open as an os.Root. It is
@@ -115,6 +128,7 @@ type Roots struct {
 	dirs     []*dir
 	maxRead  int64
 	maxWrite int64
+	private  []string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -143,6 +157,12 @@ func Open(dirs []string, opts Options) (*Roots, error) {
 		return nil, errs.New(errs.ErrConfig, "no allowed directories")
 	}
 	r := &Roots{maxRead: opts.MaxReadBytes, maxWrite: opts.MaxWriteBytes}
+	for _, p := range opts.Private {
+		if !filepath.IsAbs(p) {
+			return nil, errs.New(errs.ErrConfig, fmt.Sprintf("private file %q is not an absolute path", p))
+		}
+		r.private = append(r.private, filepath.Clean(p))
+	}
 	if r.maxRead == 0 {
 		r.maxRead = DefaultMaxBytes
 	}
@@ -335,4 +355,42 @@ func depth(path string) int {
 		}
 	}
 	return n
+}
+
+// privateReason is why a guest may not touch a private file.
+const privateReason = "is one of buddy's private files (the secret store and its key): no skill reads or replaces them"
+
+// isPrivate reports whether fi is one of the private files.
+func (r *Roots) isPrivate(fi os.FileInfo) bool {
+	for _, p := range r.private {
+		if pfi, err := os.Stat(p); err == nil && os.SameFile(fi, pfi) {
+			return true
+		}
+	}
+	return false
+}
+
+// privateName reports whether the name base in the directory parent (as
+// the guest's path resolved it) is one of the private files, existing or
+// not, or is a link to one.
+func (r *Roots) privateName(parent *os.Root, base string) bool {
+	if len(r.private) == 0 {
+		return false
+	}
+	if fi, err := parent.Lstat(base); err == nil && r.isPrivate(fi) {
+		return true
+	}
+	dfi, err := parent.Stat(".")
+	if err != nil {
+		return false
+	}
+	for _, p := range r.private {
+		if !strings.EqualFold(filepath.Base(p), base) {
+			continue
+		}
+		if pfi, err := os.Stat(filepath.Dir(p)); err == nil && os.SameFile(dfi, pfi) {
+			return true
+		}
+	}
+	return false
 }

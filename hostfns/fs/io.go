@@ -64,6 +64,9 @@ func (r *Roots) Read(ctx context.Context, path string) ([]byte, error) {
 	if err := r.checkReadable(path, fi); err != nil {
 		return nil, err
 	}
+	if r.isPrivate(fi) {
+		return nil, pathErr(opRead, path, errs.ErrForbidden, privateReason, nil)
+	}
 	if err := r.step(ctx, opRead, path, stageOpen); err != nil {
 		return nil, err
 	}
@@ -78,6 +81,9 @@ func (r *Roots) Read(ctx context.Context, path string) ([]byte, error) {
 	}
 	if err := r.checkReadable(path, fi); err != nil {
 		return nil, err
+	}
+	if r.isPrivate(fi) {
+		return nil, pathErr(opRead, path, errs.ErrForbidden, privateReason, nil)
 	}
 	if err := r.step(ctx, opRead, path, stageRead); err != nil {
 		return nil, err
@@ -198,6 +204,9 @@ func (r *Roots) Write(ctx context.Context, path string, data []byte) (int, error
 		dirRoot = sub
 	}
 
+	if r.privateName(dirRoot, base) {
+		return 0, pathErr(opWrite, path, errs.ErrForbidden, privateReason, nil)
+	}
 	perm := newFilePerm
 	switch fi, err := dirRoot.Lstat(base); {
 	case err == nil:

@@ -84,7 +84,19 @@ func (r *Roots) Inspect(ctx context.Context, path string, write bool, data []byt
 		if err := r.checkReadable(path, fi); err != nil {
 			return refuse(err)
 		}
+		if r.isPrivate(fi) {
+			return refuse(pathErr(op, path, errs.ErrForbidden, privateReason, nil))
+		}
 		return t, nil
+	}
+	if len(r.private) > 0 {
+		if parent, err := d.root.OpenRoot(filepath.Dir(rel)); err == nil {
+			private := r.privateName(parent, filepath.Base(rel))
+			parent.Close()
+			if private {
+				return refuse(pathErr(op, path, errs.ErrForbidden, privateReason, nil))
+			}
+		}
 	}
 	fi, err := d.root.Lstat(rel)
 	switch {

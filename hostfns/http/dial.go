@@ -61,7 +61,11 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 	// Every address is checked before any is dialled: a name that mixes public
 	// and private answers is refused outright.
 	for _, c := range cands {
-		if why := f.addrRefusal(c, local); why != "" {
+		why := f.addrRefusal(c, local)
+		if why == "" {
+			why = plainRefusal(ctx, c)
+		}
+		if why != "" {
 			if !ip.IsValid() {
 				why += fmt.Sprintf(" (resolved from %s)", host)
 			}

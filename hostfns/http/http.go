@@ -1,6 +1,8 @@
-// Package http is the network gate behind buddy's fetch_url host function: a
-// GET-only HTTP client that reaches only the hosts an operator allowlisted, and
-// checks every redirect hop and every address it dials.
+// Package http is the network gate behind buddy's http_get and http_request
+// host functions: an HTTP client that reaches only the hosts an operator
+// allowlisted, checks every redirect hop and every address it dials, adds a
+// skill's granted credentials only where they are granted, and refuses a
+// request that would carry a secret anywhere else.
 //
 //	domains := allow.Intersect(
 //		[]string{"*"}, // what the skill declares
@@ -63,10 +65,30 @@
 // Redirects (301, 302, 303, 307, 308) are followed by Get itself, at most
 // [Policy.MaxRedirects] times. Every hop runs Check and the address checks
 // again before any request is sent to it; a hop from https to http, and a hop
-// back to a URL already visited, are refused. Each hop is a fresh request: only
-// the headers this package sets (User-Agent "buddy/1", and Accept-Encoding from
-// the transport) are sent, never a Referer, cookie or credential. No proxy is
-// used, whatever the environment says.
+// back to a URL already visited, are refused. Each hop is a fresh request:
+// Get sends only the headers this package sets (User-Agent "buddy/1", and
+// Accept-Encoding from the transport), never a Referer or cookie; Do adds
+// the caller's own headers (not to another host for Authorization and
+// Cookie). No proxy is used, whatever the environment says.
+//
+// # Credentials and secrets
+//
+// [Policy.Credentials] are secrets of buddy's store ([WithSecrets]) that a
+// skill declared and the operator granted for some hosts. Do and Get add
+// each to a request after its checks, and only when the request goes to one
+// of its hosts on the first hop's host and port: a redirect elsewhere drops
+// it. Over http, a hop that carries a credential is dialled only to a
+// loopback address, on a connection of its own: anywhere else the value
+// would cross the network in clear text, so the hop is refused
+// (errs.ErrForbidden, naming the credential) before any connection. The
+// value is read from the store for that request and cleared after.
+// Before every hop, the URL (also percent-decoded), the headers and the
+// body are searched for every secret in the store, raw or encoded (base64,
+// base64url, hex, URL escaping: see package secrets); a secret found where
+// it is not granted refuses the request as errs.ErrForbidden, naming the
+// secret, before anything is sent. What comes back (body, headers, final
+// URL, error text) has every secret replaced by "[secret:NAME]", so that a
+// server echoing a credential does not hand it to the skill.
 //
 // The body is read through a cap of [Policy.MaxBodyBytes] after the transport's
 // gzip decoding, so a compression bomb stops at the cap; a body that is over it
@@ -96,6 +118,7 @@ import (
 	nethttp "net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,6 +156,11 @@ type Policy struct {
 	// MaxRedirects is how many redirects Get follows; 0 means
 	// DefaultMaxRedirects and -1 means none (a redirect is then refused).
 	MaxRedirects int
+	// MaxRequestBytes caps the body of a Do; 0 means DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+	// Credentials are added by Do and Get to requests to their hosts
+	// (request.go); they need WithSecrets.
+	Credentials []Credential
 }
 
 // Resolver resolves host names; *net.Resolver satisfies it.
@@ -182,6 +210,12 @@ type Fetcher struct {
 	tlsConfig    *tls.Config
 	dial         dialFunc
 	transport    *nethttp.Transport
+	// plain sends the hops that carry a credential over http: it keeps no
+	// connection, so that each is dialled, and checked, for that hop.
+	plain       *nethttp.Transport
+	maxRequest  int64
+	credentials []Credential
+	secrets     Secrets
 }
 
 // New validates p and returns a Fetcher for it. An entry that did not come
@@ -195,8 +229,10 @@ func New(p Policy, opts ...Option) (*Fetcher, error) {
 		maxRedirects: p.MaxRedirects,
 		resolver:     net.DefaultResolver,
 		dial:         defaultDial,
+		maxRequest:   p.MaxRequestBytes,
+		credentials:  slices.Clone(p.Credentials),
 	}
-	var problems []error
+	problems := checkCredentials(p.Credentials)
 	for i, e := range p.Domains {
 		switch {
 		case !e.IsValid():
@@ -225,11 +261,20 @@ func New(p Policy, opts ...Option) (*Fetcher, error) {
 	case f.maxRedirects == 0:
 		f.maxRedirects = DefaultMaxRedirects
 	}
+	switch {
+	case f.maxRequest < 0:
+		problems = append(problems, errs.New(errs.ErrConfig, fmt.Sprintf("network request body cap %d is negative", f.maxRequest)))
+	case f.maxRequest == 0:
+		f.maxRequest = DefaultMaxRequestBytes
+	}
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)
 	}
 	for _, o := range opts {
 		o(f)
+	}
+	if len(f.credentials) > 0 && f.secrets == nil {
+		return nil, errs.New(errs.ErrConfig, "credentials are granted but buddy has no secret store to read them from")
 	}
 	if f.tlsConfig == nil {
 		f.tlsConfig = &tls.Config{}
@@ -247,11 +292,20 @@ func New(p Policy, opts ...Option) (*Fetcher, error) {
 		MaxIdleConnsPerHost:    4,
 		IdleConnTimeout:        90 * time.Second,
 	}
+	f.plain = &nethttp.Transport{
+		Proxy:                  nil,
+		DialContext:            f.dialContext,
+		MaxResponseHeaderBytes: MaxHeaderBytes,
+		DisableKeepAlives:      true,
+	}
 	return f, nil
 }
 
 // CloseIdleConnections closes the connections kept for reuse.
-func (f *Fetcher) CloseIdleConnections() { f.transport.CloseIdleConnections() }
+func (f *Fetcher) CloseIdleConnections() {
+	f.transport.CloseIdleConnections()
+	f.plain.CloseIdleConnections()
+}
 
 // Response is a fetched page.
 type Response struct {
@@ -313,63 +367,13 @@ type deadlineKey struct{}
 
 // Get fetches rawURL with GET under the Fetcher's policy, following allowed
 // redirects, and returns the final response with its body read and capped. A
-// non-2xx status is a Response, not an error.
+// non-2xx status is a Response, not an error. It is Do with a GET and no
+// header of the caller's (credentials granted for the host are added, and
+// secrets are taken out of what it returns), and it passes on only the
+// safe subset of response headers.
 func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
-	u, err := f.Check(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	if dl, ok := ctx.Deadline(); ok {
-		ctx = context.WithValue(ctx, deadlineKey{}, dl)
-	}
-	visited := map[string]bool{}
-	from := "" // " (redirected from ...)" after the first hop
-	for hops := 0; ; hops++ {
-		visited[u.String()] = true
-		resp, err := f.roundTrip(ctx, u)
-		if err != nil {
-			err := f.fetchErr(ctx, u, err)
-			err.Reason += from
-			return nil, err
-		}
-		if n := headerBytes(resp.Header); n > MaxHeaderBytes {
-			resp.Body.Close()
-			return nil, &Error{Kind: errs.ErrTooLarge, URL: displayURL(u), Reason: fmt.Sprintf("response headers of %d bytes are over the %d-byte cap", n, MaxHeaderBytes) + from}
-		}
-		loc := resp.Header.Get("Location")
-		if !isRedirect(resp.StatusCode) || loc == "" {
-			return f.read(ctx, u, resp)
-		}
-		discard(resp.Body)
-		next, err := u.Parse(loc)
-		if err != nil {
-			return nil, &Error{Kind: errs.ErrUnavailable, URL: displayURL(u), Reason: "redirect to an invalid Location " + quoteURL(loc)}
-		}
-		from = " (redirected from " + displayURL(u) + ")"
-		switch {
-		case f.maxRedirects < 0:
-			return nil, &Error{Kind: errs.ErrForbidden, URL: displayURL(next), Reason: "redirects are not allowed" + from}
-		case hops >= f.maxRedirects:
-			return nil, &Error{Kind: errs.ErrForbidden, URL: displayURL(next), Reason: fmt.Sprintf("more than %d redirects", f.maxRedirects) + from}
-		}
-		nu, err := f.Check(next.String())
-		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				e.Reason += from
-			}
-			return nil, err
-		}
-		if u.Scheme == "https" && nu.Scheme != "https" {
-			return nil, &Error{Kind: errs.ErrForbidden, URL: displayURL(nu), Reason: "redirect from https to http is not allowed" + from}
-		}
-		if visited[nu.String()] {
-			return nil, &Error{Kind: errs.ErrUnavailable, URL: displayURL(nu), Reason: "redirect loop" + from}
-		}
-		u = nu
-	}
+	resp, err := f.do(ctx, Request{Method: nethttp.MethodGet, URL: rawURL}, false)
+	return resp, f.redactErr(err)
 }
 
 // headerBytes is the size of h as HTTP/1 lines ("Name: value\r\n"). The
@@ -401,25 +405,44 @@ func discard(body io.ReadCloser) {
 	_ = body.Close()
 }
 
-// roundTrip sends one fresh GET for u: no header but the User-Agent (the
-// transport adds Accept-Encoding), no cookies, no Referer.
-func (f *Fetcher) roundTrip(ctx context.Context, u *url.URL) (*nethttp.Response, error) {
-	cu := *u
-	ctx = traceContacts(ctx, u)
+// roundTrip sends one fresh request for h: its method, body and headers
+// (the caller's, and User-Agent; the transport adds Accept-Encoding), no
+// cookie jar, no Referer, and the credentials granted for its host.
+func (f *Fetcher) roundTrip(ctx context.Context, h hop, creds *credentials) (*nethttp.Response, error) {
+	cu := *h.u
+	ctx = traceContacts(ctx, h.u)
 	req := (&nethttp.Request{
-		Method:     nethttp.MethodGet,
+		Method:     h.method,
 		URL:        &cu,
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
-		Header:     nethttp.Header{"User-Agent": {UserAgent}},
+		Header:     h.header.Clone(),
 		Host:       cu.Host,
 	}).WithContext(ctx)
+	if len(h.body) > 0 {
+		req.Body = io.NopCloser(bytes.NewReader(h.body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(h.body)), nil }
+		req.ContentLength = int64(len(h.body))
+	} else if h.method != nethttp.MethodGet && h.method != nethttp.MethodHead && h.method != nethttp.MethodOptions {
+		req.Body = nethttp.NoBody
+	}
+	names, err := creds.apply(ctx, h, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) > 0 && h.u.Scheme == "http" {
+		// A credential in clear text is for this machine only: the
+		// dialler refuses any address but loopback, on a connection of
+		// this hop's own.
+		req = req.WithContext(context.WithValue(req.Context(), plainKey{}, names))
+		return f.plain.RoundTrip(req)
+	}
 	return f.transport.RoundTrip(req)
 }
 
 // read reads and caps the body of the final response.
-func (f *Fetcher) read(ctx context.Context, u *url.URL, resp *nethttp.Response) (*Response, error) {
+func (f *Fetcher) read(ctx context.Context, u *url.URL, resp *nethttp.Response, api bool) (*Response, error) {
 	defer resp.Body.Close()
 	for _, ce := range resp.Header.Values("Content-Encoding") {
 		if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {
@@ -444,12 +467,17 @@ func (f *Fetcher) read(ctx context.Context, u *url.URL, resp *nethttp.Response) 
 		return nil, tooLarge("body is")
 	}
 	out := &Response{URL: u.String(), Status: resp.StatusCode, Headers: map[string]string{}, Body: buf.Bytes()}
-	for _, h := range safeHeaders {
+	pass := safeHeaders
+	if api {
+		pass = slices.Concat(safeHeaders, apiHeaders)
+	}
+	for _, h := range pass {
 		if vs := resp.Header.Values(h); len(vs) > 0 {
 			out.Headers[h] = strings.Join(vs, ", ")
 		}
 	}
 	out.Headers["Content-Length"] = strconv.Itoa(len(out.Body))
+	f.redactResponse(out)
 	return out, nil
 }
 

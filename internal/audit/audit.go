@@ -61,12 +61,14 @@ func Recorder(st *store.Store, log *slog.Logger) func(ctx context.Context, o app
 		}
 		e.BytesRead, e.BytesWritten = used.BytesRead, used.BytesWritten
 		e.Paths, e.Hosts, e.Addresses = used.Paths, used.Hosts, used.Addresses
+		e.Credentials = used.Credentials
 		var rows []store.AuditEntry
 		if o.Asked {
 			a := e
 			a.Kind, a.Outcome, a.Detail = store.AuditApproval, "approved", approvalDetail(o)
 			a.Fuel, a.DurationUS, a.BytesOut, a.BytesRead, a.BytesWritten = 0, 0, 0, 0, 0
 			a.Paths, a.Hosts, a.Addresses = targetPaths(o.Targets)
+			a.Credentials = nil
 			switch {
 			case errs.KindOf(o.Err) == errs.KindDenied || errs.KindOf(o.Err) == errs.KindCanceled:
 				a.Outcome = string(errs.KindOf(o.Err))
@@ -92,6 +94,9 @@ func approvalDetail(o approval.Outcome) string {
 	}
 	for _, t := range o.Targets {
 		parts = append(parts, t.String())
+	}
+	for _, c := range o.Info.Grant.Credentials {
+		parts = append(parts, "credential "+c.Name+" for "+strings.Join(c.Hosts, ", "))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -27,8 +27,11 @@ type Row struct {
 	Paths          []string  `json:"paths"`
 	Hosts          []string  `json:"hosts"`
 	Addresses      []string  `json:"addresses"`
-	PrevHash       string    `json:"prev_hash"`
-	Hash           string    `json:"hash"`
+	// Credentials are the credentials buddy added to the call's requests
+	// (names only).
+	Credentials []string `json:"credentials"`
+	PrevHash    string   `json:"prev_hash"`
+	Hash        string   `json:"hash"`
 }
 
 // Rows converts stored audit entries for display.
@@ -41,7 +44,7 @@ func Rows(entries []store.AuditEntry) []Row {
 			Asked: e.Asked, Fuel: e.Fuel, DurationMS: float64(e.DurationUS) / 1000,
 			BytesRead: e.BytesRead, BytesWritten: e.BytesWritten,
 			Paths: orEmpty(e.Paths), Hosts: orEmpty(e.Hosts), Addresses: orEmpty(e.Addresses),
-			PrevHash: e.PrevHash, Hash: e.Hash,
+			Credentials: orEmpty(e.Credentials), PrevHash: e.PrevHash, Hash: e.Hash,
 		})
 	}
 	return out

@@ -147,6 +147,15 @@ type Grant struct {
 	Env   []string    `json:"env,omitempty"`   // environment variables it may read
 	// Memory is its memory namespace; "" = none.
 	Memory string `json:"memory,omitempty"`
+	// Credentials are the secrets buddy sends for it, and where.
+	Credentials []CredentialGrant `json:"credentials,omitempty"`
+}
+
+// CredentialGrant is one credential a skill may use: the name of the secret
+// (never its value) and the hosts buddy sends it to.
+type CredentialGrant struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
 }
 
 // HostGrant is one allowlist entry of a grant.

@@ -33,6 +33,10 @@ type Target struct {
 	Diff string `json:"diff,omitempty"`
 
 	// URL targets.
+	// Method is the HTTP method ("GET" for fetch_url); BodyBytes the size
+	// of the request body, if any.
+	Method    string          `json:"method,omitempty"`
+	BodyBytes int64           `json:"body_bytes,omitempty"`
 	URL       string          `json:"url,omitempty"` // canonical: what is fetched
 	Scheme    string          `json:"scheme,omitempty"`
 	Host      string          `json:"host,omitempty"`
@@ -85,7 +89,11 @@ func (t Target) String() string {
 			b.WriteString(" (does not exist)")
 		}
 	case TargetURL:
-		fmt.Fprintf(&b, "fetch %s (%s, host %s, port %d", t.URL, t.Scheme, t.Host, t.Port)
+		if t.Method == "" || t.Method == "GET" {
+			fmt.Fprintf(&b, "fetch %s (%s, host %s, port %d", t.URL, t.Scheme, t.Host, t.Port)
+		} else {
+			fmt.Fprintf(&b, "%s %s (%d-byte body, %s, host %s, port %d", t.Method, t.URL, t.BodyBytes, t.Scheme, t.Host, t.Port)
+		}
 		if len(t.Addresses) > 0 {
 			b.WriteString(", addresses")
 			for _, a := range t.Addresses {
@@ -136,6 +144,9 @@ type Usage struct {
 	Paths        []string `json:"paths,omitempty"`     // canonical
 	Hosts        []string `json:"hosts,omitempty"`     // normalised
 	Addresses    []string `json:"addresses,omitempty"` // ip:port dialled or reused
+	// Credentials are the names of the credentials buddy added to its
+	// requests.
+	Credentials []string `json:"credentials,omitempty"`
 }
 
 // UsageError is a failed call's error with what its host functions touched
@@ -150,5 +161,6 @@ func (e *UsageError) Unwrap() error { return e.Err }
 
 // Empty reports whether u recorded nothing.
 func (u Usage) Empty() bool {
-	return u.BytesRead == 0 && u.BytesWritten == 0 && len(u.Paths) == 0 && len(u.Hosts) == 0 && len(u.Addresses) == 0
+	return u.BytesRead == 0 && u.BytesWritten == 0 && len(u.Paths) == 0 && len(u.Hosts) == 0 && len(u.Addresses) == 0 &&
+		len(u.Credentials) == 0
 }

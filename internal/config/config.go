@@ -30,6 +30,7 @@ import (
 	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/internal/base/rules"
 	"github.com/buddy-run/buddy/internal/base/tomlx"
+	"github.com/buddy-run/buddy/internal/secrets"
 )
 
 // Approval policies (docs/CONFIG.md, "Approval").
@@ -123,10 +124,13 @@ type Server struct {
 // Provider is [provider]: the LLM endpoint. Kind "" means none: the server still
 // runs and clients can invoke skills directly.
 type Provider struct {
-	Kind          string // "", "openai" (any OpenAI-compatible endpoint) or "anthropic"
-	BaseURL       string
-	Model         string
-	APIKeyEnv     string // name of the environment variable holding the key
+	Kind      string // "", "openai" (any OpenAI-compatible endpoint) or "anthropic"
+	BaseURL   string
+	Model     string
+	APIKeyEnv string // name of the environment variable holding the key
+	// APIKeySecret names the key in buddy's secret store (buddy secret
+	// set NAME); at most one of APIKeyEnv and APIKeySecret is set.
+	APIKeySecret  string
 	Timeout       time.Duration
 	MaxIterations int
 	// Temperature is sent when set (0–2).
@@ -263,10 +267,13 @@ type Skill struct {
 	AllowedDomains     []string // network allowlist, canonical (package hostfns/allow, parsed as allow.Operator)
 	Env                []string // environment variable names
 	Memory             bool     // its own key-value and memory namespace
-	Approval           string   // "" = the default for its permission level
-	MaxBytes           int64    // overrides the [limits] read/write/fetch cap for this skill
-	Timeout            time.Duration
-	Fuel               uint64 // overrides the manifest's fuel (up to limits.max_fuel)
+	// Credentials are the secrets (names in buddy's secret store) the
+	// skill may have sent for it, where its skill.toml declares them.
+	Credentials []string
+	Approval    string // "" = the default for its permission level
+	MaxBytes    int64  // overrides the [limits] read/write/fetch cap for this skill
+	Timeout     time.Duration
+	Fuel        uint64 // overrides the manifest's fuel (up to limits.max_fuel)
 }
 
 // Defaults.
@@ -317,6 +324,7 @@ type file struct {
 		BaseURL        *string  `toml:"base_url"`
 		Model          *string  `toml:"model"`
 		APIKeyEnv      *string  `toml:"api_key_env"`
+		APIKeySecret   *string  `toml:"api_key_secret"`
 		Timeout        *string  `toml:"timeout"`
 		MaxIterations  *int64   `toml:"max_iterations"`
 		Temperature    *float64 `toml:"temperature"`
@@ -388,6 +396,7 @@ type skillFile struct {
 	AllowedDomains     []string `toml:"allowed_domains"`
 	Env                []string `toml:"env"`
 	Memory             bool     `toml:"memory"`
+	Credentials        []string `toml:"credentials"`
 	Approval           *string  `toml:"approval"`
 	MaxBytes           *int64   `toml:"max_bytes"`
 	Timeout            *string  `toml:"timeout"`
@@ -632,6 +641,13 @@ func Parse(data []byte) (*Config, error) {
 		if e := c.Provider.APIKeyEnv; e != "" && !rules.ValidEnvName(e) {
 			v.fail("provider.api_key_env", "%q is not an environment variable name", e)
 		}
+		c.Provider.APIKeySecret = v.str(p.APIKeySecret, "provider.api_key_secret")
+		switch n := c.Provider.APIKeySecret; {
+		case n != "" && !secrets.ValidName(n):
+			v.fail("provider.api_key_secret", "%q is not a secret name: %s", n, secrets.NameRule)
+		case n != "" && c.Provider.APIKeyEnv != "":
+			v.fail("provider.api_key_secret", "set api_key_secret or api_key_env, not both")
+		}
 		c.Provider.Timeout = v.duration(p.Timeout, "provider.timeout")
 		c.Provider.MaxIterations = int(v.positive(p.MaxIterations, "provider.max_iterations", 1000))
 		if c.Provider.Kind != "" && p.Model == nil {
@@ -793,6 +809,16 @@ func Parse(data []byte) (*Config, error) {
 				continue
 			}
 			sk.Env = append(sk.Env, e)
+		}
+		for i, n := range sf.Credentials {
+			switch {
+			case !secrets.ValidName(n):
+				v.fail(fmt.Sprintf("%s[%d]", at("credentials"), i), "%q is not a secret name: %s", n, secrets.NameRule)
+			case slices.Contains(sk.Credentials, n):
+				v.fail(fmt.Sprintf("%s[%d]", at("credentials"), i), "%q is listed twice", n)
+			default:
+				sk.Credentials = append(sk.Credentials, n)
+			}
 		}
 		if sf.Approval != nil {
 			switch *sf.Approval {

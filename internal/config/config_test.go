@@ -438,6 +438,14 @@ func TestProvider(t *testing.T) {
 	t.Run("api_key_env", func(t *testing.T) {
 		expectError(t, "[provider]\napi_key_env = \"sk-abc123\"\n", "provider.api_key_env", "api_key_env", "not an environment variable name")
 	})
+	t.Run("api_key_secret", func(t *testing.T) {
+		c := mustParse(t, "[provider]\nkind = \"openai\"\nmodel = \"m\"\napi_key_secret = \"openai\"\n")
+		if c.Provider.APIKeySecret != "openai" || c.Provider.APIKeyEnv != "" {
+			t.Errorf("provider = %+v", c.Provider)
+		}
+		expectError(t, "[provider]\napi_key_secret = \"sk-abc 123\"\n", "provider.api_key_secret", "api_key_secret", "not a secret name")
+		expectError(t, "[provider]\napi_key_env = \"OPENAI_API_KEY\"\napi_key_secret = \"openai\"\n", "provider.api_key_secret", "api_key_secret", "not both")
+	})
 	t.Run("max_iterations", func(t *testing.T) {
 		expectError(t, "[provider]\nmax_iterations = 0\n", "provider.max_iterations", "max_iterations", "must be > 0")
 		expectError(t, "[provider]\nmax_iterations = 1001\n", "provider.max_iterations", "max_iterations", "must be <= 1000")
@@ -716,4 +724,15 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSkillCredentials: [skills.NAME] credentials = [...] names secrets.
+func TestSkillCredentials(t *testing.T) {
+	c := mustParse(t, "[skills.gh]\nallowed_domains = [\"api.github.com\"]\ncredentials = [\"github\", \"gh-app\"]\n")
+	if got := c.Skills["gh"].Credentials; !slices.Equal(got, []string{"github", "gh-app"}) {
+		t.Errorf("credentials = %v", got)
+	}
+	expectError(t, "[skills.gh]\ncredentials = [\"ok\", \"not ok\"]\n", "skills.gh.credentials[1]", "credentials", "not a secret name")
+	expectError(t, "[skills.gh]\ncredentials = [\"github\", \"github\"]\n", "skills.gh.credentials[1]", "credentials", "listed twice")
+	expectError(t, "[skills.gh]\ncredentials = \"github\"\n", "skills.gh.credentials", "credentials", "")
 }

@@ -179,6 +179,16 @@ func (o Options) Client() *http.Client {
 	return c
 }
 
+// AuthClient is Client, with the API key read from KeyFunc at every
+// request and sent in header (after prefix) when KeyFunc is set.
+func (o Options) AuthClient(header, prefix string) *http.Client {
+	c := o.Client()
+	if o.KeyFunc != nil {
+		c.Transport = keyTransport{next: c.Transport, key: o.KeyFunc, header: header, prefix: prefix}
+	}
+	return c
+}
+
 // capTransport caps the bodies of the answers it returns.
 type capTransport struct {
 	next     http.RoundTripper

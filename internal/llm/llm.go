@@ -126,6 +126,9 @@ type Options struct {
 	Model   string
 	// APIKey is "" for local servers that need none.
 	APIKey string
+	// KeyFunc, when set, is read for the API key at every request instead
+	// of APIKey (the secret store: the key is held for the request only).
+	KeyFunc Key
 	// Timeout bounds one model call, stream included (0: none).
 	Timeout time.Duration
 	// Temperature and MaxTokens are sent when set.

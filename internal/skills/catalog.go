@@ -12,6 +12,8 @@ import (
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns"
+	"github.com/buddy-run/buddy/hostfns/allow"
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/runtime"
@@ -307,6 +309,9 @@ func grantOf(g hostfns.Grants) catalog.Grant {
 	for _, d := range g.Domains {
 		out.Hosts = append(out.Hosts, catalog.HostGrant{Host: d.Host(), Wildcard: d.Wildcard(), Any: d.Any(), Port: int(d.Port())})
 	}
+	for _, c := range g.Credentials {
+		out.Credentials = append(out.Credentials, catalog.CredentialGrant{Name: c.Name, Hosts: allow.Strings(c.Hosts)})
+	}
 	return out
 }
 
@@ -327,6 +332,12 @@ func fingerprint(s *Skill) string {
 	for _, d := range g.Domains {
 		fmt.Fprintf(h, "\x00%s|%t", d.String(), d.Local())
 	}
+	for _, c := range g.Credentials {
+		fmt.Fprintf(h, "\x00credential %q %q %q", c.Name, c.As, c.Param)
+		for _, d := range c.Hosts {
+			fmt.Fprintf(h, "|%s|%t", d.String(), d.Local())
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -340,7 +351,10 @@ func Touches(g hostfns.Grants) []string {
 		out = append(out, "write files in "+d)
 	}
 	for _, d := range g.Domains {
-		out = append(out, "GET http(s) URLs on "+d.String())
+		out = append(out, "send HTTP requests to "+d.String())
+	}
+	if len(g.Domains) > 0 {
+		out = append(out, NetworkMethods)
 	}
 	if len(g.Env) > 0 {
 		env := append([]string(nil), g.Env...)
@@ -350,10 +364,29 @@ func Touches(g hostfns.Grants) []string {
 	if g.Namespace != "" {
 		out = append(out, "read and write its memory ("+g.Namespace+")")
 	}
+	for _, c := range g.Credentials {
+		out = append(out, fmt.Sprintf("have buddy send the credential %s (%s) to %s", c.Name, credentialWay(c.As, c.Param), strings.Join(allow.Strings(c.Hosts), ", ")))
+	}
 	if g.Schedule {
 		out = append(out, "create, list and remove scheduled reminders and checks")
 	}
 	return out
+}
+
+// NetworkMethods says, in the words of Touches, what the requests of a
+// network grant may be: every network grant links http_request, whatever
+// the module imports.
+var NetworkMethods = "send requests of the methods " + buddyhttp.RequestsInWords()
+
+// credentialWay says how a credential is sent, in a few words.
+func credentialWay(as, param string) string {
+	switch as {
+	case "header":
+		return "header " + param
+	case "query":
+		return "query parameter " + param
+	}
+	return as
 }
 
 // AddModule registers a module file given on the command line (`skill run

@@ -28,6 +28,7 @@ import (
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/hostfns/allow"
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/config"
@@ -334,7 +335,10 @@ func EffectiveManifest(m *runtime.Manifest, sec config.Skill, lim config.Limits)
 //     entry the operator wrote exactly may reach private addresses;
 //   - env: names in both lists;
 //   - memory: the manifest's memory capability and the section's memory = true,
-//     in the skill's own namespace (the memory built-ins share "memory").
+//     in the skill's own namespace (the memory built-ins share "memory");
+//   - credentials: each [credentials.NAME] of the manifest whose name the
+//     section lists in credentials, sent to allow.Intersect(its hosts,
+//     allowed_domains) (none when that is empty).
 //
 // Caps come from max_bytes or [limits]; the fetch deadline is
 // limits.fetch_timeout, or the skill's timeout if that is shorter.
@@ -374,6 +378,14 @@ func EffectiveGrants(name string, m *runtime.Manifest, sec config.Skill, lim con
 			g.Namespace = MemoryNamespace
 		} else {
 			g.Namespace = "skill:" + name
+		}
+	}
+	for _, cr := range m.Credentials {
+		if !slices.Contains(sec.Credentials, cr.Name) {
+			continue
+		}
+		if hosts := allow.Intersect(cr.Hosts, sec.AllowedDomains); len(hosts) > 0 {
+			g.Credentials = append(g.Credentials, buddyhttp.Credential{Name: cr.Name, Hosts: hosts, As: cr.As, Param: cr.Param})
 		}
 	}
 	return g

@@ -87,7 +87,7 @@ func (r *Registry) resolve(ctx context.Context, s *Skill, c catalog.Call) ([]cat
 		if err != nil || !ok {
 			return caps, err
 		}
-		out := catalog.Target{Kind: catalog.TargetURL, URL: t.URL, Scheme: t.Scheme, Host: t.Host, Port: int(t.Port),
+		out := catalog.Target{Kind: catalog.TargetURL, Method: "GET", URL: t.URL, Scheme: t.Scheme, Host: t.Host, Port: int(t.Port),
 			Unresolved: t.Unresolved, Refused: t.Refused}
 		for _, a := range t.Addresses {
 			out.Addresses = append(out.Addresses, catalog.TargetAddress{IP: a.IP.String(), Allowed: a.Refused == "", Reason: a.Refused})
@@ -120,5 +120,6 @@ func capabilityTargets(g hostfns.Grants) []catalog.Target {
 // usage converts what the host functions recorded.
 func usage(u *hostfns.Usage) catalog.Usage {
 	r := u.Report()
-	return catalog.Usage{BytesRead: r.BytesRead, BytesWritten: r.BytesWritten, Paths: r.Paths, Hosts: r.Hosts, Addresses: r.Addresses}
+	return catalog.Usage{BytesRead: r.BytesRead, BytesWritten: r.BytesWritten, Paths: r.Paths, Hosts: r.Hosts, Addresses: r.Addresses,
+		Credentials: r.Credentials}
 }

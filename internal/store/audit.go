@@ -95,10 +95,13 @@ func (s *Store) AppendAudits(ctx context.Context, entries ...AuditEntry) ([]int6
 	// What does not depend on the chain is prepared here, not on the one
 	// writer goroutine.
 	ops := make([]string, len(entries))
-	lists := make([][3]string, len(entries))
+	lists := make([][4]string, len(entries))
 	for i, e := range entries {
 		ops[i] = fmt.Sprintf("auditing %s of %q", e.Kind, e.Skill)
-		lists[i] = [3]string{jsonList(e.Paths), jsonList(e.Hosts), jsonList(e.Addresses)}
+		lists[i] = [4]string{jsonList(e.Paths), jsonList(e.Hosts), jsonList(e.Addresses), ""}
+		if len(e.Credentials) > 0 {
+			lists[i][3] = jsonList(e.Credentials)
+		}
 	}
 	// Each conversation is touched once, at its rows' latest time (a touch
 	// keeps the later of its time and the conversation's).
@@ -175,11 +178,12 @@ func (s *Store) prepareAudit(e *AuditEntry) error {
 		e.Time = s.now()
 	}
 	e.Time = fromUnixNanos(unixNanos(e.Time)) // what is stored is what is hashed
-	e.Detail = capText(e.Detail, MaxAuditDetailBytes)
-	for _, l := range []*[]string{&e.Paths, &e.Hosts, &e.Addresses} {
+	e.Detail = capText(s.redactString(e.Detail), MaxAuditDetailBytes)
+	for _, l := range []*[]string{&e.Paths, &e.Hosts, &e.Addresses, &e.Credentials} {
 		if len(*l) > maxAuditList {
 			*l = (*l)[:maxAuditList]
 		}
+		*l = s.redactList(*l)
 	}
 	return nil
 }
@@ -201,7 +205,7 @@ func sealAudit(ctx context.Context, tx execer, op string) (string, error) {
 	case last != "":
 		return last, nil
 	}
-	rows, err := queryTx(ctx, tx, op, scanAudit, `SELECT `+auditColumns+` FROM audit ORDER BY id`)
+	rows, err := queryTx(ctx, tx, op, scanAudit, `SELECT `+auditColumnsV3+`, '' FROM audit ORDER BY id`)
 	if err != nil {
 		return "", err
 	}
@@ -228,7 +232,12 @@ func jsonList(v []string) string {
 	return string(b)
 }
 
-const auditColumns = `id, time, kind, conversation, skill, version, module_sha256, arguments_hash,
+const auditColumns = auditColumnsV3 + `, credentials`
+
+// auditColumnsV3 are the columns of the audit table from schema v3 to v6:
+// what sealing the rows written before v3 reads (in the migration to v4,
+// before v8 adds credentials).
+const auditColumnsV3 = `id, time, kind, conversation, skill, version, module_sha256, arguments_hash,
 	outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out,
 	bytes_read, bytes_written, paths, hosts, addresses, prev_hash, hash`
 
@@ -242,11 +251,12 @@ type auditRecord struct {
 	bytesRead, bytesWritten                          int64
 	paths, hosts, addresses                          string // JSON lists as stored
 	prevHash, hash                                   string
+	credentials                                      string // a JSON list, or "" for none (schema v8)
 }
 
 // newRecord is the row AppendAudits stores for e (prepared), chained to prev;
 // lists are e's lists as JSON. Its hash is left to the caller.
-func newRecord(e AuditEntry, lists [3]string, prev string) auditRecord {
+func newRecord(e AuditEntry, lists [4]string, prev string) auditRecord {
 	var asked int64
 	if e.Asked {
 		asked = 1
@@ -256,7 +266,7 @@ func newRecord(e AuditEntry, lists [3]string, prev string) auditRecord {
 		moduleSHA256: e.ModuleSHA256, argumentsHash: e.ArgumentsHash, outcome: e.Outcome, detail: e.Detail,
 		asked: asked, fuel: fuelToDB(e.Fuel), durationUS: e.DurationUS, bytesIn: e.BytesIn, bytesOut: e.BytesOut,
 		bytesRead: e.BytesRead, bytesWritten: e.BytesWritten,
-		paths: lists[0], hosts: lists[1], addresses: lists[2], prevHash: prev,
+		paths: lists[0], hosts: lists[1], addresses: lists[2], prevHash: prev, credentials: lists[3],
 	}
 }
 
@@ -264,14 +274,14 @@ func newRecord(e AuditEntry, lists [3]string, prev string) auditRecord {
 func (r auditRecord) args() []any {
 	return []any{r.time, r.kind, r.conversation, r.skill, r.version, r.moduleSHA256, r.argumentsHash,
 		r.outcome, r.detail, r.asked, r.fuel, r.durationUS, r.bytesIn, r.bytesOut,
-		r.bytesRead, r.bytesWritten, r.paths, r.hosts, r.addresses, r.prevHash, r.hash}
+		r.bytesRead, r.bytesWritten, r.paths, r.hosts, r.addresses, r.prevHash, r.hash, r.credentials}
 }
 
 func scanRecord(row scanner) (auditRecord, error) {
 	var r auditRecord
 	err := row.Scan(&r.id, &r.time, &r.kind, &r.conversation, &r.skill, &r.version, &r.moduleSHA256, &r.argumentsHash,
 		&r.outcome, &r.detail, &r.asked, &r.fuel, &r.durationUS, &r.bytesIn, &r.bytesOut,
-		&r.bytesRead, &r.bytesWritten, &r.paths, &r.hosts, &r.addresses, &r.prevHash, &r.hash)
+		&r.bytesRead, &r.bytesWritten, &r.paths, &r.hosts, &r.addresses, &r.prevHash, &r.hash, &r.credentials)
 	return r, err
 }
 
@@ -295,6 +305,11 @@ func (r auditRecord) entry() AuditEntry {
 		}
 		if len(*l.dst) == 0 {
 			*l.dst = nil
+		}
+	}
+	if r.credentials != "" {
+		if err := json.Unmarshal([]byte(r.credentials), &e.Credentials); err != nil {
+			e.Credentials = []string{r.credentials}
 		}
 	}
 	return e

@@ -25,7 +25,7 @@ var auditFuzzColumns = []struct {
 	{"version", false}, {"module_sha256", false}, {"arguments_hash", false}, {"outcome", false},
 	{"detail", false}, {"asked", true}, {"fuel", true}, {"duration_us", true}, {"bytes_in", true},
 	{"bytes_out", true}, {"bytes_read", true}, {"bytes_written", true}, {"paths", false},
-	{"hosts", false}, {"addresses", false}, {"prev_hash", false}, {"hash", false},
+	{"hosts", false}, {"addresses", false}, {"prev_hash", false}, {"hash", false}, {"credentials", false},
 }
 
 // Mutations of FuzzVerifyAudit.
@@ -54,6 +54,7 @@ func FuzzVerifyAudit(f *testing.F) {
 		{Kind: AuditApproval, Conversation: "c1", Skill: "write_file", Outcome: "approved", Asked: true,
 			Detail: "asked because: write; caf\u00e9 \xff\xfe", Paths: []string{"/home/u/out.txt", "/home/u/b"}},
 		{Kind: AuditInvocation, Conversation: "c1", Skill: "write_file", Outcome: "ok", Fuel: 1 << 63, BytesWritten: 5},
+		{Kind: AuditInvocation, Conversation: "c1", Skill: "gh", Outcome: "ok", Hosts: []string{"api.github.com"}, Credentials: []string{"github"}},
 		{Kind: AuditConfig, Outcome: "changed", ArgumentsHash: strings.Repeat("cd", 32)},
 		testAuditEntry(4),
 	}
@@ -101,6 +102,9 @@ func FuzzVerifyAudit(f *testing.F) {
 		{fuzzCopy, 5, col("time"), []byte{1}},
 		{fuzzBlankChain, 1, 0, nil},
 		{fuzzBlankChain, 4, 0, nil},
+		{fuzzSet, 4, col("credentials"), nil},                   // a credential's name taken out
+		{fuzzSet, 2, col("credentials"), []byte(`["github"]`)},  // one put in a row that had none
+		{fuzzSet, 4, col("credentials"), []byte(`["github"] `)}, // respelled
 	} {
 		f.Add(seed.op, seed.row, seed.col, seed.value)
 	}

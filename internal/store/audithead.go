@@ -267,6 +267,13 @@ func (a *auditAnchor) rowHash(r auditRecord) string {
 	for _, s := range []string{r.paths, r.hosts, r.addresses, r.prevHash} {
 		str(s)
 	}
+	if r.credentials != "" {
+		// Schema v8's column, covered only when a row names a credential:
+		// the rows written before it keep their hashes, and a row with one
+		// cannot encode like a row without (its encoding is longer, and
+		// every field before is length-prefixed).
+		str(r.credentials)
+	}
 	return a.mac(b)
 }
 

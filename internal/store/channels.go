@@ -15,7 +15,7 @@ import (
 	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
-// The chat channels' state (schema v8; internal/front/channels): the inbox
+// The chat channels' state (schema v9; internal/front/channels): the inbox
 // of updates received, the cursor that acknowledges them, the outbox of
 // messages to send, the conversation of each chat, and pairing. Every write
 // is durable before it returns, as every other write of the store.

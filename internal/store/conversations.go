@@ -167,6 +167,9 @@ type AuditEntry struct {
 	Paths        []string // canonical
 	Hosts        []string
 	Addresses    []string // ip:port
+	// Credentials are the names of the credentials buddy added to the
+	// call's requests (schema v8).
+	Credentials []string
 	// PrevHash and Hash chain the rows (assigned by AppendAudit).
 	PrevHash string
 	Hash     string
@@ -268,6 +271,7 @@ func (s *Store) CreateConversation(ctx context.Context, c Conversation) error {
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
 	}
+	c.Title = s.redactString(c.Title)
 	op := fmt.Sprintf("creating conversation %q", c.ID)
 	return s.writeBatched(ctx, op, func(ctx context.Context, tx txn) error {
 		res, err := tx.ExecContext(ctx, sqlInsertConversation,
@@ -375,6 +379,8 @@ func (s *Store) AppendMessage(ctx context.Context, m Message) (int64, error) {
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = s.now()
 	}
+	m.Text, m.ResultText, m.ErrorDetail = s.redactString(m.Text), s.redactString(m.ResultText), s.redactString(m.ErrorDetail)
+	m.ToolCalls, m.Arguments, m.Result, m.Meta = s.redactJSON(m.ToolCalls), s.redactJSON(m.Arguments), s.redactJSON(m.Result), s.redactJSON(m.Meta)
 	op := fmt.Sprintf("appending a message to conversation %q", m.Conversation)
 	var id int64
 	deferred, err := s.writeBehind(ctx, op, func(ctx context.Context, tx txn) error {
@@ -458,6 +464,7 @@ func (s *Store) InsertApproval(ctx context.Context, a Approval) error {
 	if a.Skill == "" {
 		return invalid("approval %q: empty skill", a.ID)
 	}
+	a.Arguments = s.redactJSON(a.Arguments)
 	if err := validJSON("approval arguments", a.Arguments); err != nil {
 		return err
 	}

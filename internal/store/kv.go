@@ -66,6 +66,7 @@ func (s *Store) KVSet(ctx context.Context, namespace, key string, value []byte) 
 	if err := validKey(namespace, key); err != nil {
 		return err
 	}
+	value = s.redact(value)
 	if err := checkQuota(namespace, QuotaKVValueBytes, int64(len(value)), int64(s.opts.MaxValueBytes)); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ func (s *Store) Remember(ctx context.Context, namespace, text string, tags []str
 	if err := validNamespace(namespace); err != nil {
 		return 0, err
 	}
+	text, tags = s.redactString(text), s.redactList(tags)
 	if strings.TrimSpace(text) == "" {
 		return 0, invalid("namespace %q: empty memory text", namespace)
 	}

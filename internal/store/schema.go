@@ -43,7 +43,8 @@ var migrations = []migration{
 	{name: "conversation state; the module an approval was asked about", sql: schemaV5},
 	{name: "summaries of compacted messages; token usage per model request", sql: schemaV6},
 	{name: "scheduled jobs: reminders, checks, the heartbeat", sql: schemaV7},
-	{name: "chat channels: inbox, outbox, chats, pairing", sql: schemaV8},
+	{name: "the credentials a call used, in its audit row", sql: schemaV8},
+	{name: "chat channels: inbox, outbox, chats, pairing", sql: schemaV9},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -380,7 +381,15 @@ CREATE INDEX jobs_due ON jobs (next_run) WHERE next_run IS NOT NULL;
 CREATE INDEX usage_conversation_time ON usage (conversation, time);
 `
 
-// schemaV8: the chat channels (internal/front/channels; docs/CHANNELS.md).
+// schemaV8: the audit row of a call names the credentials buddy added to
+// its requests (a JSON list; "" for none, as in every row written before:
+// their keyed hashes do not cover the column, and a row's hash covers it
+// only when it is not empty, audithead.go rowHash).
+const schemaV8 = `
+ALTER TABLE audit ADD COLUMN credentials TEXT NOT NULL DEFAULT '';
+`
+
+// schemaV9: the chat channels (internal/front/channels; docs/CHANNELS.md).
 // channel_inbox holds every update a channel received, keyed by its chat and
 // the platform's update id, stored before the update is acknowledged (the
 // cursor of the next poll, in channel_cursors, is written in the same
@@ -391,7 +400,7 @@ CREATE INDEX usage_conversation_time ON usage (conversation, time);
 // body the platform last confirmed, message_id the platform's id once sent;
 // a streamed answer's body changes until final. channel_chats ties a chat to
 // its conversation; channel_pairing holds pairing codes and paired users.
-const schemaV8 = `
+const schemaV9 = `
 CREATE TABLE channel_inbox (
 	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
 	channel     TEXT NOT NULL,

@@ -39,8 +39,8 @@ const (
 	sqlAuditHashAt = `SELECT hash FROM audit WHERE id = ?`
 	sqlInsertAudit = `INSERT INTO audit (time, kind, conversation, skill, version, module_sha256,
 					arguments_hash, outcome, detail, asked, fuel, duration_us, bytes_in, bytes_out,
-					bytes_read, bytes_written, paths, hosts, addresses, prev_hash, hash)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+					bytes_read, bytes_written, paths, hosts, addresses, prev_hash, hash, credentials)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // The reads of a call's path (the registry's check for installs, the

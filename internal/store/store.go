@@ -75,11 +75,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -148,6 +150,12 @@ type Options struct {
 	// MaxMemoryTotalBytes caps the bytes of all memory texts and tags of a
 	// namespace (default 64 MiB).
 	MaxMemoryTotalBytes int64
+	// Redact, when set, replaces the secrets buddy knows (package secrets)
+	// in the text the store writes: messages (text, tool calls, arguments,
+	// results, errors), conversation titles, approval arguments, audit
+	// details and lists, key-value values, memories.
+	// It must return its argument when there is nothing to replace.
+	Redact func([]byte) []byte
 }
 
 func (o Options) withDefaults() Options {
@@ -430,3 +438,61 @@ func dbErr(ctx context.Context, op string, err error) error {
 func unixNanos(t time.Time) int64 { return t.UnixNano() }
 
 func fromUnixNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// redact applies Options.Redact to b.
+func (s *Store) redact(b []byte) []byte {
+	if s.opts.Redact == nil || len(b) == 0 {
+		return b
+	}
+	return s.opts.Redact(b)
+}
+
+// redactString applies Options.Redact to a text.
+func (s *Store) redactString(v string) string {
+	if s.opts.Redact == nil || v == "" {
+		return v
+	}
+	out := s.opts.Redact([]byte(v))
+	if string(out) == v {
+		return v
+	}
+	return string(out)
+}
+
+// redactList applies Options.Redact to every text of a list.
+func (s *Store) redactList(l []string) []string {
+	if s.opts.Redact == nil {
+		return l
+	}
+	var out []string
+	for i, v := range l {
+		if r := s.redactString(v); r != v {
+			if out == nil {
+				out = slices.Clone(l)
+			}
+			out[i] = r
+		}
+	}
+	if out == nil {
+		return l
+	}
+	return out
+}
+
+// redactJSON applies Options.Redact to a JSON value; one that would no
+// longer parse (a secret matched across its syntax) is kept as the JSON
+// string of its redacted text.
+func (s *Store) redactJSON(raw json.RawMessage) json.RawMessage {
+	if s.opts.Redact == nil || len(raw) == 0 {
+		return raw
+	}
+	out := s.opts.Redact(raw)
+	if len(out) == len(raw) && string(out) == string(raw) {
+		return raw
+	}
+	if !json.Valid(out) {
+		b, _ := json.Marshal(string(out))
+		return b
+	}
+	return out
+}

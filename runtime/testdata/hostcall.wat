@@ -2,8 +2,9 @@
 ;; input and outputs the raw result block (status byte + payload), so that the
 ;; host ABI can be tested byte for byte from Go (hostfns tests).
 ;;
-;; Input: the single argument, or for fs_write and kv_set "arg1\0arg2". For
-;; log: the first byte is the level, the rest the message (output empty).
+;; Input: the single argument, or for fs_write, kv_set and http_request
+;; "arg1\0arg2". For log: the first byte is the level, the rest the message
+;; (output empty).
 ;; Exports are named after the functions they call.
 ;; Host reports: success; the output is the result block.
 (module
@@ -17,6 +18,7 @@
   (import "buddy:host/v1" "fs_read" (func $fs_read (param i64) (result i64)))
   (import "buddy:host/v1" "fs_write" (func $fs_write (param i64 i64) (result i64)))
   (import "buddy:host/v1" "http_get" (func $http_get (param i64) (result i64)))
+  (import "buddy:host/v1" "http_request" (func $http_request (param i64 i64) (result i64)))
   (import "buddy:host/v1" "env_get" (func $env_get (param i64) (result i64)))
   (import "buddy:host/v1" "kv_get" (func $kv_get (param i64) (result i64)))
   (import "buddy:host/v1" "kv_set" (func $kv_set (param i64 i64) (result i64)))
@@ -63,6 +65,7 @@
   (func (export "fs_read") (result i32) (call $out (call $fs_read (call $all))) (i32.const 0))
   (func (export "fs_write") (result i32) (call $out (call $fs_write (call $first) (call $second))) (i32.const 0))
   (func (export "http_get") (result i32) (call $out (call $http_get (call $all))) (i32.const 0))
+  (func (export "http_request") (result i32) (call $out (call $http_request (call $first) (call $second))) (i32.const 0))
   (func (export "env_get") (result i32) (call $out (call $env_get (call $all))) (i32.const 0))
   (func (export "kv_get") (result i32) (call $out (call $kv_get (call $all))) (i32.const 0))
   (func (export "kv_set") (result i32) (call $out (call $kv_set (call $first) (call $second))) (i32.const 0))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/store"
 )
 
@@ -30,6 +31,9 @@ type skillJSON struct {
 	// Type is a SKILL.md skill's type ("instruction", "template",
 	// "composite", "script"); absent for a WebAssembly skill.
 	Type string `json:"type,omitempty"`
+	// Credentials are the secrets buddy sends for the skill, and where
+	// (always a list; names only).
+	Credentials []catalog.CredentialGrant `json:"credentials"`
 }
 
 // listSkills is GET /api/skills.
@@ -49,6 +53,7 @@ func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
 			Name: i.Name, Version: i.Version, Description: i.Description, Author: i.Author, Builtin: i.Builtin,
 			PermissionLevel: string(i.Permission), Approval: string(i.Policy), Touches: touches,
 			InputSchema: i.InputSchema, Status: i.Status, Problem: i.Problem, Type: i.Type,
+			Credentials: credentialsOrEmpty(i.Grant.Credentials),
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"skills": out})

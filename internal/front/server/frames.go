@@ -160,6 +160,9 @@ type approvalRequestFrame struct {
 	Touches      []string `json:"touches,omitempty"`
 	// Targets are what the call would touch, resolved now (always a list).
 	Targets []catalog.Target `json:"targets"`
+	// Credentials are the secrets buddy sends for the skill, and where
+	// (always a list): names only, never values.
+	Credentials []catalog.CredentialGrant `json:"credentials"`
 	// Reason says why the user is asked beyond the skill's policy, if so.
 	Reason string `json:"reason,omitempty"`
 }

@@ -59,6 +59,8 @@ type stackOpts struct {
 	fetchDomains  []string      // fetch_url's allowed_domains; nil = not granted
 	dbPath        string        // "" = a new database
 	server        func(*server.Options)
+	config        string                 // more of buddy.toml, after the built-ins' sections
+	register      func(*skills.Registry) // adds skills to the registry before it is served
 }
 
 // stack is the real server: runtime, registry with read_file/write_file
@@ -97,6 +99,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 	if o.fetchDomains != nil {
 		text += fmt.Sprintf("\n[skills.fetch_url]\nallowed_domains = %s\n", tomlList(o.fetchDomains))
 	}
+	text += o.config
 	cfg, err := config.Parse([]byte(text))
 	if err != nil {
 		t.Fatalf("config:\n%s\n%v", text, err)
@@ -124,6 +127,9 @@ func newStack(t *testing.T, o stackOpts) *stack {
 	reg, err := skills.New(t.Context(), skills.Options{Runtime: rt, Config: cfg, Store: st, Deps: hostfns.Deps{KV: st, Memories: st}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.register != nil {
+		o.register(reg)
 	}
 	live := skills.NewLive(reg)
 	s.live = live

@@ -337,6 +337,7 @@ func (s *Server) askQuestion(ctx context.Context, req approval.Request, held boo
 		Type: "approval_request", ID: q.id, ConversationID: req.Conversation, CallID: req.CallID, SkillName: req.Skill,
 		Arguments: args, PermissionLevel: string(req.Permission), ExpiresAt: expires, ArgumentsHash: q.hash, Touches: req.Touches,
 		Targets: targetsOrEmpty(req.Targets), Reason: req.Reason, Version: req.Version, ModuleSHA256: req.ModuleSHA256,
+		Credentials: credentialsOrEmpty(req.Grant.Credentials),
 	})
 	// Asking starts work: the request is an ordinary write (store.Finishing).
 	err := s.opts.Store.InsertApproval(store.Ordinary(ctx), store.Approval{
@@ -560,4 +561,12 @@ func (s *Server) answerStored(ctx context.Context, convID, id string) (int, erro
 		return http.StatusConflict, errs.New(errs.ErrInvalidInput, "approval "+id+" was already answered")
 	}
 	return http.StatusGone, errs.New(errs.ErrTimeout, "approval "+id+" expired")
+}
+
+// credentialsOrEmpty is a list for JSON, never null.
+func credentialsOrEmpty(cs []catalog.CredentialGrant) []catalog.CredentialGrant {
+	if cs == nil {
+		return []catalog.CredentialGrant{}
+	}
+	return cs
 }

@@ -123,6 +123,11 @@ type Options struct {
 	// MaxCallsPerConnection caps a connection's calls in flight.
 	MaxCallsPerConnection int
 	Logger                *slog.Logger
+	// Redact, when set, replaces the secrets buddy knows (package secrets)
+	// with "[secret:NAME]" in every frame and API answer, and in what a
+	// user sends before the model or the store sees it. It must return its
+	// argument when there is nothing to replace.
+	Redact func([]byte) []byte
 }
 
 // Defaults.
@@ -305,8 +310,55 @@ func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, errs.KindForbidden, "missing or wrong token: send Authorization: Bearer <token> (buddy token prints it)")
 			return
 		}
+		if s.opts.Redact != nil && r.URL.Path != "/api/ws" && r.URL.Path != "/mcp" {
+			w = redactWriter{w, s.opts.Redact}
+		}
 		h(w, r)
 	}
+}
+
+// redactWriter redacts every Write of an API answer (writeJSON writes a
+// whole answer at once).
+type redactWriter struct {
+	http.ResponseWriter
+	redact func([]byte) []byte
+}
+
+func (w redactWriter) Write(p []byte) (int, error) {
+	if _, err := w.ResponseWriter.Write(w.redact(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// redact applies Options.Redact to b.
+func (s *Server) redact(b []byte) []byte {
+	if s.opts.Redact == nil {
+		return b
+	}
+	return s.opts.Redact(b)
+}
+
+// redactText applies Options.Redact to a text.
+func (s *Server) redactText(t string) string {
+	if s.opts.Redact == nil {
+		return t
+	}
+	return string(s.opts.Redact([]byte(t)))
+}
+
+// redactFrame takes the secrets out of a frame; a frame that would no
+// longer be JSON (a secret matched across its syntax) is replaced by an
+// error frame.
+func (s *Server) redactFrame(frame []byte) []byte {
+	out := s.redact(frame)
+	if len(out) == len(frame) && string(out) == string(frame) {
+		return frame
+	}
+	if !json.Valid(out) {
+		return encode(errorFrame{Type: "error", Kind: string(errs.KindInternal), Detail: "a frame was withheld: it held a secret"})
+	}
+	return out
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -180,6 +180,10 @@ func (cl *client) sendTurn(f *inFrame) {
 		cl.sendError(errs.KindConfig, agent.ErrNoProvider.Error(), deref(f.ConversationID))
 		return
 	}
+	// What the user typed reaches neither the model nor the store with a
+	// secret in it.
+	text := s.redactText(*f.Text)
+	f.Text = &text
 	var convID string
 	if f.ConversationID != nil {
 		convID = *f.ConversationID
@@ -206,7 +210,6 @@ func (cl *client) sendTurn(f *inFrame) {
 		cl.sendError(errs.KindOf(err), err.Error(), convID)
 		return
 	}
-	text := *f.Text
 	go func() {
 		defer end()
 		s.runTurn(ctx, end, convID, text)
@@ -266,7 +269,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(r.Context(), end)
 	defer stop()
 	// A turn run for an HTTP client is the conversation's until it ends.
-	out := s.runTurn(ctx, end, convID, *body.Text)
+	out := s.runTurn(ctx, end, convID, s.redactText(*body.Text))
 	calls := out.ToolCalls
 	if calls == nil {
 		calls = []agent.ToolOutcome{}

@@ -21,7 +21,9 @@ import (
 
 	"github.com/buddy-run/buddy/internal/agent"
 	"github.com/buddy-run/buddy/internal/front/server"
+	"github.com/buddy-run/buddy/internal/skills"
 	"github.com/buddy-run/buddy/internal/store"
+	"github.com/buddy-run/buddy/runtime"
 )
 
 // The page in a real browser: Debian's chromium (scripts/install-chromium.sh,
@@ -708,6 +710,47 @@ func TestWebNoProvider(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(s.scratch, "direct.txt")); err != nil || string(data) != "from the page" {
 		t.Errorf("direct.txt: %q, %v", data, err)
 	}
+}
+
+// TestWebCredentials: the skills panel and the approval dialog say which
+// credentials buddy sends for a skill, and where (names and hosts only),
+// and what its network grant lets its requests be.
+func TestWebCredentials(t *testing.T) {
+	browser := newBrowser(t)
+	s := newStack(t, stackOpts{
+		config: "\n[skills.gh]\nallowed_domains = ['api.github.com']\ncredentials = ['github']\n",
+		register: func(reg *skills.Registry) {
+			m, err := runtime.ParseManifest([]byte("[skill]\nname = \"gh\"\nversion = \"1.0.0\"\ndescription = \"GitHub issues\"\n" +
+				"permission = \"network\"\n[capabilities]\nnetwork = [\"api.github.com\"]\n[credentials.github]\nhosts = [\"api.github.com\"]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wasm, err := os.ReadFile(filepath.Join("..", "..", "..", "runtime", "testdata", "echo.wasm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := reg.AddModule(t.Context(), m, wasm); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	b := signedIn(t, browser, s)
+	b.wait(`[...document.querySelectorAll("#skill-list > li")].some(li => li.textContent.includes("Credentials: github (api.github.com)"))`)
+	b.send("hi") // no provider: the form to run a skill opens
+	b.wait(`!document.getElementById("invoke-panel").hidden`)
+	b.run(chromedp.SetValue("#invoke-skill", "gh", chromedp.ByID))
+	b.run(chromedp.SetValue("#invoke-args", `{}`, chromedp.ByID))
+	b.run(chromedp.Click("#invoke-panel button[type=submit]", chromedp.ByQuery))
+	b.dialogOpen()
+	touches := b.str(`document.getElementById("ap-touches").textContent`)
+	for _, want := range []string{"buddy adds the credentials github (api.github.com) (the skill never sees them)",
+		"send HTTP requests to api.github.com", "GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, with a body of up to 1 MiB"} {
+		if !strings.Contains(touches, want) {
+			t.Errorf("the dialog shows %q, not %q", touches, want)
+		}
+	}
+	b.run(chromedp.Click("#ap-deny", chromedp.ByID))
+	b.wait(`[...document.querySelectorAll("li.msg.tool")].some(c => c.textContent.includes("gh") && c.textContent.includes("denied"))`)
 }
 
 // TestWebHeaders: the page's files carry the CSP and framing headers, hold

@@ -84,6 +84,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 
 // send queues a frame; a full queue disconnects the client.
 func (cl *client) send(frame []byte) {
+	frame = cl.s.redactFrame(frame)
 	select {
 	case <-cl.done:
 	case cl.out <- frame:

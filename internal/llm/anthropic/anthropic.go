@@ -68,7 +68,7 @@ func New(o Options) (*Provider, error) {
 		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(o.APIKey),
 		option.WithMaxRetries(o.MaxRetries),
-		option.WithHTTPClient(o.Client()), // caps each event and error body
+		option.WithHTTPClient(o.AuthClient("X-Api-Key", "")), // caps each event and error body; the key from KeyFunc
 	}
 	return &Provider{client: sdk.NewClient(opts...), opts: o}, nil
 }

@@ -74,7 +74,7 @@ func New(o Options) (*Provider, error) {
 		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(key),
 		option.WithMaxRetries(o.MaxRetries),
-		option.WithHTTPClient(o.Client()), // caps each event and error body
+		option.WithHTTPClient(o.AuthClient("Authorization", "Bearer ")), // caps each event and error body; the key from KeyFunc
 	}
 	return &Provider{client: sdk.NewClient(opts...), opts: o, probeTimeout: probeTimeout}, nil
 }

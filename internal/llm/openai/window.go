@@ -266,7 +266,15 @@ func (p *Provider) ask(ctx context.Context, method, u string, body []byte, out a
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if p.opts.APIKey != "" {
+	switch {
+	case p.opts.KeyFunc != nil:
+		key, err := p.opts.KeyFunc(ctx)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+string(key))
+		clear(key)
+	case p.opts.APIKey != "":
 		req.Header.Set("Authorization", "Bearer "+p.opts.APIKey)
 	}
 	client := http.DefaultClient

@@ -24,6 +24,7 @@ import (
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/hostfns/allow"
+	buddyhttp "github.com/buddy-run/buddy/hostfns/http"
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/base/osfile"
 	"github.com/buddy-run/buddy/internal/store"
@@ -117,6 +118,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		}
 		res.Upgraded, res.Previous = true, old.Version
 		res.Widened = Widened(oldCaps, m.Capabilities)
+		res.Widened = append(res.Widened, widenedCredentials(old.Manifest, m.Credentials)...)
 		if w := widenedPermission(old.Manifest, m.Permission); w != "" {
 			res.Widened = append(res.Widened, w)
 		}
@@ -296,6 +298,9 @@ func Describe(m *runtime.Manifest) []string {
 		out = append(out, "permission network: buddy asks before each call unless you trust it")
 	}
 	caps := capLines(m.Capabilities)
+	for _, c := range m.Credentials {
+		caps = append(caps, "may have buddy send the credential "+c.Name+" to "+strings.Join(c.Hosts, ", ")+" if you grant it (it never sees the value)")
+	}
 	if len(caps) == 0 {
 		out = append(out, "touches nothing outside itself: no files, no network, no environment, no memory")
 	}
@@ -316,6 +321,9 @@ func capLines(c runtime.Capabilities) []string {
 	for _, d := range c.Network {
 		out = append(out, "may "+describeDomain(d))
 	}
+	if len(c.Network) > 0 {
+		out = append(out, networkMethods)
+	}
 	if len(c.Env) > 0 {
 		out = append(out, "may read the environment variables "+strings.Join(c.Env, ", ")+" if you grant them")
 	}
@@ -325,18 +333,25 @@ func capLines(c runtime.Capabilities) []string {
 	return out
 }
 
+// describeDomain says what a declared network pattern lets a skill do.
+// Every network grant links http_request as well as http_get, so the words
+// name requests of any method, not only GETs.
 func describeDomain(d string) string {
 	p, err := allow.Parse(d, allow.Manifest)
 	switch {
 	case err != nil:
-		return "GET " + d
+		return "send HTTP requests to " + d
 	case p.Any():
-		return "GET any domain you allow"
+		return "send HTTP requests to any domain you allow"
 	case p.Wildcard():
-		return "GET https://*." + p.Host() + " (any subdomain of " + p.Host() + ") if you allow it"
+		return "send HTTP requests to *." + p.Host() + " (any subdomain of " + p.Host() + ") if you allow it"
 	}
-	return "GET https://" + p.String() + " if you allow it"
+	return "send HTTP requests to " + p.String() + " if you allow it"
 }
+
+// networkMethods is the line Describe adds for a skill that declares the
+// network: what its requests may be.
+var networkMethods = "its HTTP requests may be " + buddyhttp.RequestsInWords()
 
 // Widened lists, in plain words, what next may do that prev could not.
 func Widened(prev, next runtime.Capabilities) []string {
@@ -374,6 +389,43 @@ func Widened(prev, next runtime.Capabilities) []string {
 	}
 	if next.Memory && !prev.Memory {
 		out = append(out, "may now keep its own memory")
+	}
+	return out
+}
+
+// widenedCredentials lists, in plain words, the credentials next declares
+// that the installed manifest did not, or now to more hosts.
+func widenedCredentials(oldManifest string, next []runtime.Credential) []string {
+	var prev []runtime.Credential
+	if m, err := runtime.ParseManifest([]byte(oldManifest)); err == nil {
+		prev = m.Credentials
+	}
+	var out []string
+	for _, c := range next {
+		i := slices.IndexFunc(prev, func(p runtime.Credential) bool { return p.Name == c.Name })
+		if i < 0 {
+			out = append(out, "may now have buddy send the credential "+c.Name+" to "+strings.Join(c.Hosts, ", "))
+			continue
+		}
+		var wider []string
+		for _, h := range c.Hosts {
+			p, err := allow.Parse(h, allow.Manifest)
+			if err != nil {
+				continue
+			}
+			covered := false
+			for _, o := range prev[i].Hosts {
+				if q, err := allow.Parse(o, allow.Manifest); err == nil && allow.Within(p, q) {
+					covered = true
+				}
+			}
+			if !covered {
+				wider = append(wider, h)
+			}
+		}
+		if len(wider) > 0 {
+			out = append(out, "may now have buddy send the credential "+c.Name+" to "+strings.Join(wider, ", ")+" too")
+		}
 	}
 	return out
 }

@@ -365,6 +365,8 @@
       if (!s.touches || s.touches.length === 0) t.append(el('li', 'muted', 'touches nothing outside its sandbox'));
       else for (const x of s.touches) t.append(el('li', null, visible(x)));
       li.append(t);
+      // The credentials buddy sends for it: names and hosts, never values.
+      if ((s.credentials || []).length) li.append(el('div', 'small credentials', 'Credentials: ' + credentialsText(s.credentials)));
       if (s.status !== 'ready') li.append(el('div', 'error small', 'cannot run: ' + s.status + (s.problem ? ' (' + s.problem + ')' : '')));
       else {
         const b = el('button', 'small', 'Run…');
@@ -1142,6 +1144,11 @@
   }
 
   // targetText says what a resolved target is, in plain words.
+  // credentialsText lists credentials as "github (api.github.com)".
+  function credentialsText(cs) {
+    return cs.map((c) => visible(c.name) + ' (' + (c.hosts || []).map(visible).join(', ') + ')').join('; ');
+  }
+
   function targetText(t) {
     let s;
     if (t.kind === 'file') {
@@ -1151,7 +1158,8 @@
       else if (t.exists) s += ' (' + fmtBytes(t.size || 0) + ')';
       else s += ' (does not exist)';
     } else if (t.kind === 'url') {
-      s = 'fetch ' + visible(t.url || '') + ' from ' + visible(t.host || '') + (t.port ? ':' + t.port : '');
+      s = visible(t.method || 'GET') + ' ' + visible(t.url || '') + ' from ' + visible(t.host || '') + (t.port ? ':' + t.port : '');
+      if (t.body_bytes) s += ' with a body of ' + fmtBytes(t.body_bytes);
       const addrs = (t.addresses || []).map((x) => visible(x.ip) + (x.allowed ? '' : ' (refused)'));
       if (addrs.length) s += ', which resolves to ' + addrs.join(', ');
       else if (t.unresolved) s += ' (does not resolve now: ' + visible(t.unresolved) + ')';
@@ -1190,6 +1198,7 @@
     for (const tg of a.targets || []) t.append(el('li', tg.refused ? 'refused' : null, targetText(tg)));
     if (!(a.targets || []).length) for (const w of where) t.append(el('li', null, w));
     for (const g of a.touches || []) t.append(el('li', null, 'may ' + visible(g)));
+    if ((a.credentials || []).length) t.append(el('li', 'credentials', 'buddy adds the credentials ' + credentialsText(a.credentials) + ' (the skill never sees them)'));
     if (!t.childNodes.length) t.append(el('li', 'muted', 'nothing named in its arguments or grants'));
     const dl = $('ap-args');
     dl.replaceChildren();
