@@ -865,8 +865,8 @@ func (v *validator) channels(sections map[string]channelFile) map[string]Channel
 		ch := Channel{Credential: name, APIBase: base, DMPolicy: DMPolicyPairing, PollTimeout: DefaultPollTimeout}
 		if cf.Credential != nil {
 			ch.Credential = v.str(cf.Credential, at("credential"))
-			if !rules.ValidSkillName(ch.Credential) && strings.TrimSpace(ch.Credential) != "" {
-				v.fail(at("credential"), "%q must be a secret's name ([a-z][a-z0-9_]{0,63})", ch.Credential)
+			if !secrets.ValidName(ch.Credential) && strings.TrimSpace(ch.Credential) != "" {
+				v.fail(at("credential"), "%q is not a secret name: %s", ch.Credential, secrets.NameRule)
 			}
 		}
 		if cf.APIBase != nil {
