@@ -18,45 +18,28 @@ import (
 	"github.com/buddy-run/buddy/internal/skills"
 )
 
-// errNoSecretStore: no secret store is built in yet (the secret store's
-// `buddy secret set` is its own piece of work).
-var errNoSecretStore = errors.New("no secret store is available in this build of buddy")
-
-// channelSecrets is where the channels' credentials come from: the secret
-// store (`buddy secret set NAME`). Until it is wired here, none is, and
-// buddy serve refuses to start a configured channel, saying so. The
-// end-to-end tests build buddy with -tags buddytestsecrets, which reads
-// $BUDDY_TEST_SECRET_<NAME> instead (secrets_testenv.go): never a release.
-var channelSecrets = func(*env) channels.Secrets { return noSecrets{} }
-
-// channelRedactor is the secret store's redaction hook for what the
-// channels log and show (nil: each channel scrubs its own credential only).
-var channelRedactor = func(*env) func(string) string { return nil }
-
-type noSecrets struct{}
-
-func (noSecrets) Secret(context.Context, string) ([]byte, error) { return nil, errNoSecretStore }
-
 // openChannels builds the host of the [channels.*] sections: each channel's
-// credential read (a channel whose credential cannot be read stops buddy
-// serve from starting: a config error naming it) and its built-in adapter
-// loaded. With no section it runs nothing, and its routes list no channel.
+// credential read from the secret store (a channel whose credential cannot
+// be read stops buddy serve from starting: a config error naming it) and its
+// built-in adapter loaded. What the channels log and show is redacted with
+// every secret of the store. With no section it runs nothing, and its
+// routes list no channel.
 func (e *env) openChannels(ctx context.Context, log *slog.Logger) (*channels.Host, error) {
-	h := channels.New(channels.Options{Store: e.st, Logger: log, Redact: channelRedactor(e)})
+	h := channels.New(channels.Options{Store: e.st, Logger: log, Redact: e.secrets.Redact})
 	if len(e.cfg.Channels) == 0 {
 		return h, nil
 	}
-	sec := channelSecrets(e)
 	for _, name := range slices.Sorted(maps.Keys(e.cfg.Channels)) {
 		c := e.cfg.Channels[name]
-		tok, err := sec.Secret(ctx, c.Credential)
-		if err == nil && len(tok) == 0 {
-			err = errors.New("the secret is empty")
-		}
-		if err != nil {
+		tok, err := e.secrets.Secret(ctx, c.Credential)
+		switch {
+		case errors.Is(err, errs.ErrNotFound), err == nil && len(tok) == 0:
 			return nil, errs.Wrap(errs.ErrConfig, fmt.Sprintf(
-				"channels.%s: its credential %q cannot be read (set it with `buddy secret set %s`), so the channel cannot start",
-				name, c.Credential, c.Credential), fmt.Errorf("%w: %w", channels.ErrNoCredential, err))
+				"channels.%s: its credential, the secret %q, is not in the secret store: set it with `buddy secret set %s` (the bot's token); the channel cannot start without it",
+				name, c.Credential, c.Credential), channels.ErrNoCredential)
+		case err != nil:
+			// The store itself cannot be read: its own error and kind.
+			return nil, fmt.Errorf("channels.%s: reading its credential %q: %w: %w", name, c.Credential, channels.ErrNoCredential, err)
 		}
 		ad, err := skills.LoadBuiltinAdapter(ctx, e.rt, name)
 		if err != nil {

@@ -47,7 +47,7 @@ import (
 // Sentinel errors.
 var (
 	// ErrNoCredential: a channel's credential could not be read (the
-	// secret is not set, or no secret store is available).
+	// secret is not set in the secret store).
 	ErrNoCredential = errors.New("the channel's credential cannot be read")
 	// ErrNoOwner: a notification has no chat to go to (nobody is paired
 	// or allowed).
@@ -55,12 +55,6 @@ var (
 	// ErrUnknownChannel: no channel of that name runs.
 	ErrUnknownChannel = errors.New("no such channel")
 )
-
-// Secrets is where a channel's credential comes from: the secret store
-// (`buddy secret set NAME`). cmd/buddy hands one in.
-type Secrets interface {
-	Secret(ctx context.Context, name string) ([]byte, error)
-}
 
 // Agent runs a conversation's turn (agent.Agent).
 type Agent interface {
