@@ -141,9 +141,17 @@ func TestConflictAnd5xx(t *testing.T) {
 }
 
 func TestStalledPoll(t *testing.T) {
-	r, clk := faultRig(t)
-	r.bot.inject("getUpdates", fault{stall: true})
-	eventually(t, "the stalled poll's watchdog", func() bool { return slices.Contains(clk.pending(), 20*time.Second) })
+	// The stall is the first poll's, and the clock moves only once the
+	// fake holds it: the watchdog's timer starts before the request is
+	// made, and cutting a poll still on its way would leave the stall to
+	// the next one.
+	clk := newFakeClock()
+	bot := newFakeBot(t)
+	bot.inject("getUpdates", fault{stall: true})
+	r := newRig(t, rigOpts{policy: config.DMPolicyAllowlist, allowFrom: []int64{42}, clock: clk, jitter: 0.3, bot: bot})
+	eventually(t, "the stalled poll's watchdog", func() bool {
+		return bot.callCount("getUpdates") == 1 && slices.Contains(clk.pending(), 20*time.Second)
+	})
 	r.bot.message(42, "are you there?")
 	clk.Advance(20 * time.Second)
 	eventually(t, "the watchdog's restart", func() bool { return r.status()["restarts"] == float64(1) })
