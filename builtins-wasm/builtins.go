@@ -1,12 +1,14 @@
-// Package builtins embeds buddy's built-in skills: the TinyGo-compiled .wasm of
-// each directory of builtins-src/ and a copy of its skill.toml, produced by
-// `make builtins` (scripts/build-builtins.sh). Building buddy never needs
-// TinyGo; `make test` rebuilds these files and fails if they differ.
+// Package builtins embeds buddy's built-in skills and channel adapters: the
+// TinyGo-compiled .wasm of each directory of builtins-src/ and a copy of its
+// skill.toml, produced by `make builtins` (scripts/build-builtins.sh).
+// Building buddy never needs TinyGo; `make test` rebuilds these files and
+// fails if they differ.
 //
-//	for _, b := range builtins.All() {
+//	for _, b := range builtins.All() {         // the skills (tools), never the adapters
 //		m, err := runtime.ParseManifest(b.Manifest)
 //		...
 //	}
+//	tg, ok := builtins.Adapter("telegram")     // a channel adapter (docs/CHANNELS.md)
 package builtins
 
 import (
@@ -27,7 +29,24 @@ type Builtin struct {
 	Manifest []byte // skill.toml
 }
 
-// All returns the built-ins, sorted by name.
+// adapters are the built-in channel adapters: plugins buddy serve runs for
+// [channels.NAME] (exports parse and render), never skills a model or a
+// client can call.
+var adapters = []string{"telegram"}
+
+// IsAdapter reports whether name is a built-in channel adapter.
+func IsAdapter(name string) bool { return slices.Contains(adapters, name) }
+
+// Adapter returns the built-in channel adapter called name.
+func Adapter(name string) (Builtin, bool) {
+	if !IsAdapter(name) {
+		return Builtin{}, false
+	}
+	return load(name)
+}
+
+// All returns the built-in skills, sorted by name (the channel adapters are
+// not skills: see Adapter).
 func All() []Builtin {
 	names, _ := fs.Glob(files, "*.wasm")
 	slices.Sort(names)
@@ -41,8 +60,15 @@ func All() []Builtin {
 	return out
 }
 
-// Get returns the built-in called name.
+// Get returns the built-in skill called name.
 func Get(name string) (Builtin, bool) {
+	if IsAdapter(name) {
+		return Builtin{}, false
+	}
+	return load(name)
+}
+
+func load(name string) (Builtin, bool) {
 	wasm, err := files.ReadFile(name + ".wasm")
 	if err != nil {
 		return Builtin{}, false
@@ -85,6 +111,9 @@ func IsMemory(name string) bool { return slices.Contains(memory, name) }
 func Reserved(name string) string {
 	if _, ok := Get(name); ok {
 		return fmt.Sprintf("%q is the name of a built-in skill, which no other skill may shadow: pick another name (in skill.toml for a module)", name)
+	}
+	if IsAdapter(name) {
+		return fmt.Sprintf("%q is the name of a built-in channel adapter, which no skill may shadow: pick another name (in skill.toml for a module)", name)
 	}
 	if name == MemorySection {
 		return fmt.Sprintf("%q is reserved for the memory built-ins' section in buddy.toml: pick another name (in skill.toml for a module)", name)

@@ -14,6 +14,7 @@
 //	buddy secret set NAME | list [--json] | rm NAME   # credentials for skills, the provider's key
 //	buddy mcp                                         # the skills over MCP on stdio (docs/PROTOCOL.md#mcp)
 //	buddy chat [--url URL] [--conversation ID]        # chat with a running buddy serve in the terminal
+//	buddy pair list | approve CODE | revoke USER_ID   # who may talk to buddy in a chat channel (docs/CHANNELS.md)
 //	buddy schedule add reminder --at +10m --text "call the plumber" | list [--json] | rm ID
 //
 // On failure buddy prints "error: <kind>: <detail>" on stderr and exits with
@@ -116,6 +117,10 @@ Usage:
   buddy mcp forget                    clear what MCP clients have read (their taint) and their SKILL.md bindings
   buddy chat [--url URL] [--conversation ID]
                                       chat with a running buddy serve (Ctrl-C cancels, Ctrl-D exits)
+  buddy pair list [--channel NAME] [--json]
+                                      chat channels: pairing codes waiting, paired users
+  buddy pair approve CODE             pair the sender of a code (docs/CHANNELS.md)
+  buddy pair revoke [--channel NAME] USER_ID|CODE
   buddy schedule add reminder --at TIME --text TEXT
   buddy schedule add check (--at TIME | --every DURATION | --cron EXPR) --prompt TEXT
                                       TIME: RFC 3339 or +DURATION; cron in [scheduler] timezone
@@ -155,6 +160,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.mcpCommand(ctx, args[1:])
 	case "chat":
 		return a.chat(ctx, args[1:])
+	case "pair":
+		return a.pair(ctx, args[1:])
 	case "schedule":
 		return a.schedule(ctx, args[1:])
 	}

@@ -44,6 +44,10 @@ func restartKeys(was, now *config.Config) []string {
 			out = append(out, key)
 		}
 	})
+	// The channels run from start to stop: a change takes a restart.
+	if !reflect.DeepEqual(was.Channels, now.Channels) {
+		out = append(out, "channels")
+	}
 	slices.Sort(out)
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -100,7 +101,7 @@ func (a *app) secretSet(ctx context.Context, args []string) error {
 	}
 	used := usedBy(cfg)[name]
 	if len(used) == 0 {
-		fmt.Fprintf(a.stdout, "secret %s set; nothing uses it yet: grant it to a skill with credentials = [%q] in its [skills.NAME] section, or name it in [provider] api_key_secret\n", name, name)
+		fmt.Fprintf(a.stdout, "secret %s set; nothing uses it yet: grant it to a skill with credentials = [%q] in its [skills.NAME] section, name it in [provider] api_key_secret, or in a [channels.NAME] credential\n", name, name)
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "secret %s set (used by %s)\n", name, strings.Join(used, ", "))
@@ -243,7 +244,8 @@ func (a *app) secretRemove(ctx context.Context, args []string) error {
 }
 
 // usedBy maps each secret buddy.toml names to what uses it: the skills
-// granted it ("skills.NAME") and the provider ("provider").
+// granted it ("skills.NAME"), the provider ("provider") and the chat
+// channels ("channels.NAME", their bot's token).
 func usedBy(cfg *config.Config) map[string][]string {
 	out := map[string][]string{}
 	names := make([]string, 0, len(cfg.Skills))
@@ -258,6 +260,10 @@ func usedBy(cfg *config.Config) map[string][]string {
 	}
 	if k := cfg.Provider.APIKeySecret; k != "" {
 		out[k] = append(out[k], "provider")
+	}
+	for _, n := range slices.Sorted(maps.Keys(cfg.Channels)) {
+		c := cfg.Channels[n].Credential
+		out[c] = append(out[c], "channels."+n)
 	}
 	return out
 }

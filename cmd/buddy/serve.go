@@ -23,12 +23,6 @@ import (
 	"github.com/buddy-run/buddy/internal/scheduler"
 )
 
-// deliverer is where scheduled jobs' notifications go besides the page: a
-// paired channel (the chat app the owner uses) when one is configured; nil
-// until then. A channel that can also ask about held calls implements
-// scheduler.HeldAsker and answers with server.Server.Answer.
-var deliverer scheduler.Deliverer
-
 // shutdownGrace bounds how long a stopping server waits for calls to end
 // after canceling them.
 const shutdownGrace = 10 * time.Second
@@ -78,9 +72,21 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	// The chat channels: a channel whose credential cannot be read stops
+	// the start here, before anything listens.
+	chans, err := e.openChannels(ctx, log)
+	if err != nil {
+		return err
+	}
 	// The scheduler: its own gate (asking through held approvals), its
-	// agents, and the page to notify once the server exists.
+	// agents, and the page to notify once the server exists. Its
+	// notifications and held calls reach the owner's chats too when a
+	// channel is configured.
 	page := &pageProxy{}
+	var deliverer scheduler.Deliverer
+	if len(chans.Names()) > 0 {
+		deliverer = chans
+	}
 	sched, err := e.newScheduler(log, page, deliverer)
 	if err != nil {
 		return err
@@ -128,6 +134,7 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 			}
 			return mcpSrv.HTTPHandler()
 		},
+		NewChannels:     e.channelsHandler(chans, newAgent, log),
 		AllowedOrigins:  cfg.Server.AllowedOrigins,
 		AllowedHosts:    cfg.Server.AllowedHosts,
 		MaxMessageBytes: cfg.Server.MaxMessageBytes,
@@ -218,6 +225,9 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 	}()
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
+	chansCtx, stopChans := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopChans()
+	go chans.Run(chansCtx)
 	for {
 		select {
 		case err := <-served:
@@ -236,7 +246,10 @@ func (a *app) serve(ctx context.Context, args []string) (err error) {
 			// not wait for them).
 			mcpSrv.Close() // MCP sessions hold streams open: end them first
 			shutErr := httpSrv.Shutdown(stop)
-			closeErr := srv.Close(stop)
+			// The channels stop before the server cancels its calls: a turn
+			// they cut stays in their inbox, answered at the next start.
+			chansErr := chans.Close(stop)
+			closeErr := errors.Join(srv.Close(stop), chansErr)
 			if _, err := e.st.ExpirePendingApprovals(stop, time.Now().UTC()); err != nil {
 				log.Error("expiring pending approvals", "err", err)
 			}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -60,7 +61,49 @@ type Config struct {
 	// only when its section is present ("memory" enables the four memory
 	// skills); an installed skill without a section runs with no capability.
 	Skills map[string]Skill
+	// Channels are the [channels.NAME] sections by name: the chat channels
+	// buddy serve runs (docs/CHANNELS.md). A channel runs only when its
+	// section is present.
+	Channels map[string]Channel
 }
+
+// Channel is one [channels.NAME] section: a chat platform buddy serve
+// polls, whose adapter is the built-in of that name.
+type Channel struct {
+	// Credential names the secret holding the bot's token (`buddy secret
+	// set NAME`); default the channel's name.
+	Credential string
+	// APIBase is the platform's API root; default the platform's own
+	// (https://api.telegram.org). http:// only for a loopback address.
+	APIBase string
+	// DMPolicy is who may talk to buddy in a direct chat: DMPolicyPairing
+	// (the default: a stranger gets a code the owner approves),
+	// DMPolicyAllowlist (only AllowFrom) or DMPolicyOpen (anyone).
+	DMPolicy string
+	// AllowFrom are the platform's ids always allowed: users (positive) in
+	// direct chats, and groups (negative ids, on Telegram) where anyone may
+	// talk. Groups are off unless listed here.
+	AllowFrom []int64
+	// PollTimeout is how long one long poll waits for updates; default
+	// 25s, at most 50s.
+	PollTimeout time.Duration
+}
+
+// [channels.NAME] dm_policy values.
+const (
+	DMPolicyPairing   = "pairing"
+	DMPolicyAllowlist = "allowlist"
+	DMPolicyOpen      = "open"
+)
+
+// KnownChannels are the channel names buddy has an adapter for, with the
+// platform's API root.
+var KnownChannels = map[string]string{
+	"telegram": "https://api.telegram.org",
+}
+
+// DefaultPollTimeout is [channels.NAME] poll_timeout when unset.
+const DefaultPollTimeout = 25 * time.Second
 
 // Server is [server]: the chat server (`buddy serve`).
 type Server struct {
@@ -334,7 +377,16 @@ type file struct {
 		USDPerDay          *float64 `toml:"usd_per_day"`
 		USDPerMonth        *float64 `toml:"usd_per_month"`
 	} `toml:"budget"`
-	Skills map[string]skillFile `toml:"skills"`
+	Skills   map[string]skillFile   `toml:"skills"`
+	Channels map[string]channelFile `toml:"channels"`
+}
+
+type channelFile struct {
+	Credential  *string `toml:"credential"`
+	APIBase     *string `toml:"api_base"`
+	DMPolicy    *string `toml:"dm_policy"`
+	AllowFrom   []int64 `toml:"allow_from"`
+	PollTimeout *string `toml:"poll_timeout"`
 }
 
 type skillFile struct {
@@ -355,7 +407,7 @@ type skillFile struct {
 // under the XDG data directory and no skill enabled. (cmd/buddy layers its own
 // starter grants on top.)
 func Default() *Config {
-	c := &Config{Skills: map[string]Skill{}, Instructions: Instructions{Enabled: true}}
+	c := &Config{Skills: map[string]Skill{}, Channels: map[string]Channel{}, Instructions: Instructions{Enabled: true}}
 	c.fillDefaults()
 	return c
 }
@@ -436,6 +488,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Skills == nil {
 		c.Skills = map[string]Skill{}
+	}
+	if c.Channels == nil {
+		c.Channels = map[string]Channel{}
 	}
 }
 
@@ -778,11 +833,100 @@ func Parse(data []byte) (*Config, error) {
 		sk.Fuel = uint64(v.positive(sf.Fuel, at("fuel"), rules.MaxFuel))
 		c.Skills[name] = sk
 	}
+	c.Channels = v.channels(f.Channels)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
 	c.fillDefaults()
 	return c, nil
+}
+
+// channels validates the [channels.NAME] sections.
+func (v *validator) channels(sections map[string]channelFile) map[string]Channel {
+	out := map[string]Channel{}
+	names := make([]string, 0, len(sections))
+	for name := range sections {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cf := sections[name]
+		at := func(key string) string { return "channels." + name + "." + key }
+		base, known := KnownChannels[name]
+		if !known {
+			known := make([]string, 0, len(KnownChannels))
+			for k := range KnownChannels {
+				known = append(known, k)
+			}
+			slices.Sort(known)
+			v.fail("channels."+name, "%q is not a channel buddy has an adapter for (known: %s)", name, strings.Join(known, ", "))
+			continue
+		}
+		ch := Channel{Credential: name, APIBase: base, DMPolicy: DMPolicyPairing, PollTimeout: DefaultPollTimeout}
+		if cf.Credential != nil {
+			ch.Credential = v.str(cf.Credential, at("credential"))
+			if !secrets.ValidName(ch.Credential) && strings.TrimSpace(ch.Credential) != "" {
+				v.fail(at("credential"), "%q is not a secret name: %s", ch.Credential, secrets.NameRule)
+			}
+		}
+		if cf.APIBase != nil {
+			ch.APIBase = strings.TrimRight(v.str(cf.APIBase, at("api_base")), "/")
+			if err := checkAPIBase(ch.APIBase); err != nil && strings.TrimSpace(*cf.APIBase) != "" {
+				v.fail(at("api_base"), "%q %v", *cf.APIBase, err)
+			}
+		}
+		if cf.DMPolicy != nil {
+			switch p := *cf.DMPolicy; p {
+			case DMPolicyPairing, DMPolicyAllowlist, DMPolicyOpen:
+				ch.DMPolicy = p
+			default:
+				v.fail(at("dm_policy"), "%q must be \"pairing\", \"allowlist\" or \"open\"", p)
+			}
+		}
+		for i, id := range cf.AllowFrom {
+			if id == 0 {
+				v.fail(fmt.Sprintf("%s[%d]", at("allow_from"), i), "0 is not a user or group id")
+				continue
+			}
+			if !slices.Contains(ch.AllowFrom, id) {
+				ch.AllowFrom = append(ch.AllowFrom, id)
+			}
+		}
+		if cf.PollTimeout != nil {
+			d := v.duration(cf.PollTimeout, at("poll_timeout"))
+			switch {
+			case d == 0:
+			case d < time.Second || d > 50*time.Second:
+				v.fail(at("poll_timeout"), "%s must be between 1s and 50s", d)
+			default:
+				ch.PollTimeout = d
+			}
+		}
+		out[name] = ch
+	}
+	return out
+}
+
+// checkAPIBase: an http(s) URL with no user, query or fragment; http only
+// to a loopback address (the bot's token travels in it).
+func checkAPIBase(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("is not a URL: %v", err)
+	case u.Scheme != "https" && u.Scheme != "http", u.Host == "":
+		return errors.New("must be an http(s) URL such as https://api.telegram.org")
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?"):
+		return errors.New("must have no user, query or fragment")
+	}
+	if u.Scheme == "http" {
+		host := u.Hostname()
+		ip := net.ParseIP(host)
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return errors.New("must be https: the bot's token travels in every request (http:// is for a loopback address only)")
+		}
+	}
+	return nil
 }
 
 // validListen reports whether s is host:port with a numeric port.

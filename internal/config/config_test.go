@@ -543,7 +543,7 @@ func TestDefaults(t *testing.T) {
 			MCP:      MCP{Approval: MCPApprovalElicit},
 			Instructions: Instructions{Enabled: true, SkillsDir: filepath.Join(dataDir, "instructions"),
 				PromptTokens: DefaultInstructionTokens},
-			Skills: map[string]Skill{},
+			Skills: map[string]Skill{}, Channels: map[string]Channel{},
 		}
 		if got, w := fmt.Sprintf("%#v", *c), fmt.Sprintf("%#v", want); got != w {
 			t.Errorf("config =\n%s\nwant\n%s", got, w)

@@ -96,8 +96,10 @@ func flatten(c *Config) string {
 			for _, k := range keys {
 				walk(prefix+"."+k.String(), v.MapIndex(k))
 			}
-		case v.Kind() == reflect.Slice:
+		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
 			lines = append(lines, fmt.Sprintf("%s = %q", prefix, v.Interface()))
+		case v.Kind() == reflect.Slice:
+			lines = append(lines, fmt.Sprintf("%s = %v", prefix, v.Interface()))
 		case v.Kind() == reflect.String:
 			lines = append(lines, fmt.Sprintf("%s = %q", prefix, v.String()))
 		default:

@@ -44,6 +44,7 @@ var migrations = []migration{
 	{name: "summaries of compacted messages; token usage per model request", sql: schemaV6},
 	{name: "scheduled jobs: reminders, checks, the heartbeat", sql: schemaV7},
 	{name: "the credentials a call used, in its audit row", sql: schemaV8},
+	{name: "chat channels: inbox, outbox, chats, pairing", sql: schemaV9},
 }
 
 // LatestSchemaVersion is the schema version this buddy writes.
@@ -386,6 +387,89 @@ CREATE INDEX usage_conversation_time ON usage (conversation, time);
 // only when it is not empty, audithead.go rowHash).
 const schemaV8 = `
 ALTER TABLE audit ADD COLUMN credentials TEXT NOT NULL DEFAULT '';
+`
+
+// schemaV9: the chat channels (internal/front/channels; docs/CHANNELS.md).
+// channel_inbox holds every update a channel received, keyed by its chat and
+// the platform's update id, stored before the update is acknowledged (the
+// cursor of the next poll, in channel_cursors, is written in the same
+// transaction); its state goes new → running (a turn started on it) → done,
+// or refused (a sender not allowed, whose event is then forgotten).
+// channel_outbox holds every message buddy sends to a chat, stored before it
+// is sent: body is what the message should show, sent_hash the sha256 of the
+// body the platform last confirmed, message_id the platform's id once sent;
+// a streamed answer's body changes until final. channel_chats ties a chat to
+// its conversation; channel_pairing holds pairing codes and paired users.
+const schemaV9 = `
+CREATE TABLE channel_inbox (
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	channel     TEXT NOT NULL,
+	chat        TEXT NOT NULL,
+	update_id   TEXT NOT NULL,
+	event       TEXT NOT NULL,
+	state       TEXT NOT NULL,
+	note        TEXT NOT NULL DEFAULT '',
+	received_at INTEGER NOT NULL,
+	started_at  INTEGER,
+	done_at     INTEGER,
+	UNIQUE (channel, chat, update_id)
+) STRICT;
+
+CREATE INDEX channel_inbox_open ON channel_inbox (channel, seq) WHERE state IN ('new', 'running');
+CREATE INDEX channel_inbox_done ON channel_inbox (channel, done_at) WHERE done_at IS NOT NULL;
+
+CREATE TABLE channel_cursors (
+	channel    TEXT PRIMARY KEY NOT NULL,
+	cursor     TEXT NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE channel_outbox (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	channel    TEXT NOT NULL,
+	chat       TEXT NOT NULL,
+	kind       TEXT NOT NULL,
+	ref        TEXT NOT NULL DEFAULT '',
+	body       TEXT NOT NULL,
+	final      INTEGER NOT NULL DEFAULT 1,
+	message_id TEXT NOT NULL DEFAULT '',
+	sent_hash  TEXT NOT NULL DEFAULT '',
+	state      TEXT NOT NULL,
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	error      TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	sent_at    INTEGER
+) STRICT;
+
+CREATE INDEX channel_outbox_pending ON channel_outbox (channel, id) WHERE state = 'pending';
+CREATE INDEX channel_outbox_ref ON channel_outbox (channel, ref) WHERE ref <> '';
+
+CREATE TABLE channel_chats (
+	channel      TEXT NOT NULL,
+	chat         TEXT NOT NULL,
+	conversation TEXT NOT NULL,
+	created_at   INTEGER NOT NULL,
+	PRIMARY KEY (channel, chat)
+) STRICT;
+
+CREATE INDEX channel_chats_conversation ON channel_chats (conversation);
+
+CREATE TABLE channel_pairing (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	channel    TEXT NOT NULL,
+	user_id    TEXT NOT NULL,
+	chat       TEXT NOT NULL DEFAULT '',
+	name       TEXT NOT NULL DEFAULT '',
+	code       TEXT NOT NULL DEFAULT '',
+	status     TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER,
+	decided_at INTEGER
+) STRICT;
+
+CREATE UNIQUE INDEX channel_pairing_code ON channel_pairing (code) WHERE status = 'pending';
+CREATE UNIQUE INDEX channel_pairing_user ON channel_pairing (channel, user_id) WHERE status IN ('pending', 'paired');
 `
 
 // migrate checks that the database is buddy's and not from a newer buddy, turns

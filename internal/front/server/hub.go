@@ -39,6 +39,9 @@ type question struct {
 	// held marks a scheduled turn's held call: its request goes to every
 	// connection, and any of them may answer it.
 	held bool
+	// watchers are told the decision (ChannelHost.WatchResolved; guarded
+	// by the server's mu).
+	watchers []func(approved bool, reason string)
 }
 
 // answeredKey carries to runCall when the user's answer to the call's
@@ -289,7 +292,16 @@ type finisher interface {
 // approval_request to the conversation's subscribers and waits for the first
 // answer, the gate's deadline, or the call's cancellation.
 func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
-	return s.askQuestion(ctx, req, false, nil)
+	return s.askQuestion(ctx, req, false, nil, nil)
+}
+
+// askWatched is ask that also tells asked when the question is out (its
+// id, the hash of its arguments, its expiry) and resolved when it is
+// decided (reason user, timeout or canceled): a chat channel posts the
+// question and closes it (ChannelHost).
+func (s *Server) askWatched(ctx context.Context, req approval.Request,
+	asked func(id, hash string, expires time.Time), resolved func(approved bool, reason string)) (bool, error) {
+	return s.askQuestion(ctx, req, false, asked, resolved)
 }
 
 // AskHeld asks about a call a scheduled turn held (scheduler.Page): the
@@ -297,11 +309,17 @@ func (s *Server) ask(ctx context.Context, req approval.Request) (bool, error) {
 // while it is open, and any of them may answer it; asked is called with
 // the approval's id once it is stored and sent.
 func (s *Server) AskHeld(ctx context.Context, req approval.Request, asked func(id string)) (bool, error) {
-	return s.askQuestion(ctx, req, true, asked)
+	var watch func(id, hash string, expires time.Time)
+	if asked != nil {
+		watch = func(id, _ string, _ time.Time) { asked(id) }
+	}
+	return s.askQuestion(ctx, req, true, watch, nil)
 }
 
-// askQuestion is ask, for a held question when held.
-func (s *Server) askQuestion(ctx context.Context, req approval.Request, held bool, asked func(id string)) (bool, error) {
+// askQuestion is ask, for a held question when held, watched by asked and
+// resolved when they are set.
+func (s *Server) askQuestion(ctx context.Context, req approval.Request, held bool,
+	asked func(id, hash string, expires time.Time), resolved func(approved bool, reason string)) (bool, error) {
 	if req.Conversation == "" {
 		return false, errors.New("no conversation to ask in")
 	}
@@ -343,11 +361,11 @@ func (s *Server) askQuestion(ctx context.Context, req approval.Request, held boo
 	s.log.Info("approval requested", "conversation", req.Conversation, "approval", q.id, "skill", req.Skill, "call", req.CallID, "held", held)
 	if held {
 		s.broadcastAll(q.frame)
-		if asked != nil {
-			asked(q.id)
-		}
 	} else {
 		s.broadcast(req.Conversation, q.frame)
+	}
+	if asked != nil {
+		asked(q.id, q.hash, expires)
 	}
 	started(ctx) // the question is out: the next call may start
 
@@ -384,15 +402,22 @@ func (s *Server) askQuestion(ctx context.Context, req approval.Request, held boo
 	delete(c.asking, q.id)
 	delete(s.pending, q.id)
 	s.dropIdle(c)
+	watchers := q.watchers
 	s.mu.Unlock()
 	s.log.Info("approval resolved", "conversation", req.Conversation, "approval", q.id, "approved", approved, "reason", reason)
-	resolved := encode(approvalResolvedFrame{
+	frame := encode(approvalResolvedFrame{
 		Type: "approval_resolved", ID: q.id, ConversationID: req.Conversation, Approved: approved, Reason: reason,
 	})
 	if held {
-		s.broadcastAll(resolved)
+		s.broadcastAll(frame)
 	} else {
-		s.broadcast(req.Conversation, resolved)
+		s.broadcast(req.Conversation, frame)
+	}
+	if resolved != nil {
+		resolved(approved, reason)
+	}
+	for _, w := range watchers {
+		w(approved, reason)
 	}
 	if reason != "user" {
 		return false, ctx.Err()

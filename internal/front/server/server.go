@@ -92,6 +92,10 @@ type Options struct {
 	// NewMCP, if set, builds the Streamable HTTP handler served at /mcp
 	// (behind the same checks as /api/), given the page as an asker.
 	NewMCP func(host MCPHost) http.Handler
+	// NewChannels, if set, builds the handler of the chat channels' routes
+	// (GET /api/channels, the pairing routes), given the page as a place to
+	// ask and the turns it shows (internal/front/channels).
+	NewChannels func(host ChannelHost) http.Handler
 	// Schedule, if set, serves /api/schedule (the scheduler); Spending,
 	// if set, adds today's spend against [budget] to its listing.
 	Schedule Schedule
@@ -266,7 +270,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/schedule", s.api(s.listSchedule))
 	m.HandleFunc("POST /api/schedule", s.api(s.addSchedule))
 	m.HandleFunc("DELETE /api/schedule/{id}", s.api(s.removeSchedule))
-	s.mcpRoutes(m) // /mcp (mcp.go)
+	s.mcpRoutes(m)     // /mcp (mcp.go)
+	s.channelRoutes(m) // /api/channels, /api/pairing (channels.go)
 	m.HandleFunc("/api/", s.api(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errs.KindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	}))

@@ -117,6 +117,12 @@ func (s *Server) startTurn(convID string) (context.Context, func(), error) {
 	if s.agent == nil {
 		return nil, nil, agent.ErrNoProvider
 	}
+	return s.registerTurn(convID)
+}
+
+// registerTurn registers a turn of any agent (the server's, a chat
+// channel's) in a conversation.
+func (s *Server) registerTurn(convID string) (context.Context, func(), error) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -152,13 +158,18 @@ func (s *Server) startTurn(convID string) (context.Context, func(), error) {
 func (s *Server) runTurn(ctx context.Context, end func(), convID, text string) agent.Outcome {
 	out := s.agent.Turn(ctx, convID, text, sink{s: s, conv: convID})
 	end()
+	s.endTurn(convID, out)
+	return out
+}
+
+// endTurn sends a turn's last frames: error (when it failed), then done.
+func (s *Server) endTurn(convID string, out agent.Outcome) {
 	if out.Reason == agent.ReasonError && out.Err != nil {
 		kind := errs.KindOf(out.Err)
 		s.log.Warn("turn failed", "conversation", convID, "kind", kind, "err", out.Err)
 		s.broadcast(convID, encode(errorFrame{Type: "error", Kind: string(kind), Detail: out.Err.Error(), ConversationID: convID}))
 	}
 	s.broadcast(convID, encode(doneFrame{Type: "done", ConversationID: convID, Reason: out.Reason, Usage: out.Usage}))
-	return out
 }
 
 // send handles a send frame: the turn runs in the background; its frames go

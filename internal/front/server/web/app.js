@@ -90,6 +90,8 @@
 
   // ---------------------------------------------------------------- state
 
+  let channelTimer = null; // refreshes the chat channels' panel (channels below)
+
   const state = {
     skills: new Map(), // name → skill
     convs: [],
@@ -207,6 +209,9 @@
     $('signin').hidden = true;
     $('app').hidden = false;
     connect();
+    loadChannels();
+    clearInterval(channelTimer);
+    channelTimer = setInterval(loadChannels, 60000);
     await loadConversations();
     if (convID && state.convs.some((c) => c.id === convID)) await openConversation(convID);
     else newConversationView();
@@ -419,14 +424,18 @@
     wsSend(f);
   });
 
+  // One side panel at a time: they share the right-hand column.
+  function closePanels(except) {
+    for (const id of ['skills', 'audit', 'schedule', 'channels']) {
+      if (id === except) continue;
+      $(id).hidden = true;
+      $(id + '-toggle').setAttribute('aria-expanded', 'false');
+    }
+  }
+
   $('skills-toggle').addEventListener('click', () => {
     const open = $('skills').hidden;
-    if (open) {
-      $('audit').hidden = true;
-      $('audit-toggle').setAttribute('aria-expanded', 'false');
-      $('schedule').hidden = true;
-      $('schedule-toggle').setAttribute('aria-expanded', 'false');
-    }
+    if (open) closePanels('skills');
     $('skills').hidden = !open;
     $('skills-toggle').setAttribute('aria-expanded', String(open));
     if (open) $('skills-title').setAttribute('tabindex', '-1'), $('skills-title').focus();
@@ -1388,11 +1397,7 @@
     $('audit').hidden = !open;
     $('audit-toggle').setAttribute('aria-expanded', String(open));
     if (open) {
-      // One side panel at a time: they share the right-hand column.
-      $('skills').hidden = true;
-      $('skills-toggle').setAttribute('aria-expanded', 'false');
-      $('schedule').hidden = true;
-      $('schedule-toggle').setAttribute('aria-expanded', 'false');
+      closePanels('audit');
       loadAudit();
       $('audit-title').setAttribute('tabindex', '-1');
       $('audit-title').focus();
@@ -1534,15 +1539,128 @@
     $('schedule').hidden = !open;
     $('schedule-toggle').setAttribute('aria-expanded', String(open));
     if (open) {
-      $('skills').hidden = true;
-      $('skills-toggle').setAttribute('aria-expanded', 'false');
-      $('audit').hidden = true;
-      $('audit-toggle').setAttribute('aria-expanded', 'false');
+      closePanels('schedule');
       unseen = 0;
       $('notes-count').hidden = true;
       loadSchedule();
       $('schedule-title').setAttribute('tabindex', '-1');
       $('schedule-title').focus();
+    }
+  });
+
+  // ------------------------------------------------------------- channels
+
+  // The chat channels (GET /api/channels) and their pairing (GET
+  // /api/pairing, POST /api/pairing/approve and /revoke). The toggle shows
+  // only when a channel is configured; its count is the pairing codes
+  // waiting. Everything shown is text: names come from strangers.
+  function ago(iso) {
+    if (!iso) return 'never';
+    const s = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 1000));
+    if (s < 60) return s + ' s ago';
+    if (s < 3600) return Math.round(s / 60) + ' min ago';
+    return new Date(iso).toLocaleString();
+  }
+
+  async function loadChannels() {
+    let chans, pairs;
+    try {
+      [chans, pairs] = await Promise.all([api('GET', '/api/channels'), api('GET', '/api/pairing')]);
+    } catch (e) {
+      $('channel-status').replaceChildren(el('li', 'muted small', 'The channels cannot be read: ' + e.message));
+      return;
+    }
+    const list = chans.channels || [];
+    $('channels-toggle').hidden = list.length === 0;
+    const pending = pairs.pending || [];
+    $('pairing-count').textContent = String(pending.length);
+    $('pairing-count').hidden = pending.length === 0;
+    if ($('channels').hidden) return;
+    const status = $('channel-status');
+    status.replaceChildren();
+    for (const c of list) {
+      const li = el('li', c.error ? 'refused' : null);
+      const head = el('div');
+      head.append(el('strong', null, visible(c.name)));
+      head.append(el('span', 'small', ' ' + c.state.replaceAll('_', ' ')));
+      li.append(head);
+      li.append(el('div', 'small muted', 'last success ' + ago(c.last_success) + (c.lag_ms ? ' · lag ' + c.lag : '') +
+        (c.restarts ? ' · the watchdog restarted the poll ' + c.restarts + '×' : '')));
+      if (c.error) li.append(el('div', 'small err', visible(c.error)));
+      li.append(el('div', 'small muted', c.inbox + ' to handle · ' + c.outbox + ' to send · dm_policy ' + c.dm_policy +
+        ' · ' + c.paired + ' paired'));
+      status.append(li);
+    }
+    const pl = $('pairing-pending');
+    pl.replaceChildren();
+    if (!pending.length) pl.append(el('li', 'muted small', 'None waiting.'));
+    for (const p of pending) {
+      const li = el('li');
+      const who = el('div');
+      who.append(el('strong', null, visible(p.name || 'user ' + p.user)));
+      who.append(el('span', 'muted small', ' ' + visible(p.channel) + ' user ' + visible(p.user)));
+      li.append(who);
+      const code = el('div', 'small', 'code ');
+      code.append(el('code', null, p.code));
+      if (p.expires_at) code.append(el('span', 'muted', ' · expires ' + new Date(p.expires_at).toLocaleTimeString()));
+      li.append(code);
+      const ok = el('button', 'primary small', 'Approve');
+      ok.type = 'button';
+      ok.setAttribute('aria-label', 'Approve ' + (p.name || p.user) + ' (code ' + p.code + ')');
+      ok.addEventListener('click', () => pairingAction('approve', { code: p.code }));
+      const no = el('button', 'danger small', 'Refuse');
+      no.type = 'button';
+      no.setAttribute('aria-label', 'Refuse the code ' + p.code);
+      no.addEventListener('click', () => pairingAction('revoke', { channel: p.channel, code: p.code }));
+      li.append(ok, no);
+      pl.append(li);
+    }
+    const paired = pairs.paired || [];
+    const dl = $('pairing-paired');
+    dl.replaceChildren();
+    if (!paired.length) dl.append(el('li', 'muted small', 'Nobody yet (users of allow_from need no pairing).'));
+    for (const p of paired) {
+      const li = el('li');
+      const who = el('div');
+      who.append(el('strong', null, visible(p.name || 'user ' + p.user)));
+      who.append(el('span', 'muted small', ' ' + visible(p.channel) + ' user ' + visible(p.user) +
+        (p.paired_at ? ' · since ' + new Date(p.paired_at).toLocaleString() : '')));
+      li.append(who);
+      const rm = el('button', 'danger small', 'Revoke');
+      rm.type = 'button';
+      rm.setAttribute('aria-label', 'Revoke ' + (p.name || p.user));
+      rm.addEventListener('click', () => {
+        // Two clicks: the first asks.
+        if (rm.textContent !== 'Revoke?') { rm.textContent = 'Revoke?'; return; }
+        pairingAction('revoke', { channel: p.channel, user: p.user });
+      });
+      li.append(rm);
+      dl.append(li);
+    }
+  }
+
+  async function pairingAction(what, body) {
+    try {
+      await api('POST', '/api/pairing/' + what, body);
+      $('pairing-error').hidden = true;
+    } catch (e) {
+      $('pairing-error').textContent = e.kind + ': ' + e.message;
+      $('pairing-error').hidden = false;
+    }
+    loadChannels();
+  }
+
+  $('channels-toggle').addEventListener('click', () => {
+    const open = $('channels').hidden;
+    $('channels').hidden = !open;
+    $('channels-toggle').setAttribute('aria-expanded', String(open));
+    clearInterval(channelTimer);
+    channelTimer = setInterval(loadChannels, open ? 5000 : 60000);
+    if (open) {
+      closePanels('channels');
+      loadChannels();
+      $('channels-title').setAttribute('tabindex', '-1');
+      $('channels-title').focus();
     }
   });
 })();
