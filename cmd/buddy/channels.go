@@ -41,7 +41,12 @@ func (e *env) openChannels(ctx context.Context, log *slog.Logger) (*channels.Hos
 			// The store itself cannot be read: its own error and kind.
 			return nil, fmt.Errorf("channels.%s: reading its credential %q: %w: %w", name, c.Credential, channels.ErrNoCredential, err)
 		}
-		ad, err := skills.LoadBuiltinAdapter(ctx, e.rt, name)
+		var ad *skills.Adapter
+		if c.Adapter != "" {
+			ad, err = skills.LoadAdapterFile(ctx, e.rt, name, c.Adapter)
+		} else {
+			ad, err = skills.LoadBuiltinAdapter(ctx, e.rt, name)
+		}
 		if err != nil {
 			return nil, err
 		}

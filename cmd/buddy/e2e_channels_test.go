@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	builtins "github.com/buddy-run/buddy/builtins-wasm"
 	"github.com/buddy-run/buddy/internal/base/errs"
 )
 
@@ -197,5 +198,52 @@ poll_timeout = "1s"
 				t.Errorf("a chat was sent the token: %q", m)
 			}
 		}
+	}
+}
+
+// TestServeChannelAdapterFromFile: [channels.NAME] adapter runs an adapter
+// from its module and the skill.toml beside it, for a channel buddy has no
+// built-in adapter for (here Telegram's own adapter, copied, serving a
+// channel called "mychat"): an allowed user's message is answered, and the
+// channel is listed under its name. An adapter whose skill.toml declares a
+// capability stops the start (forbidden), naming the channel.
+func TestServeChannelAdapterFromFile(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	bot := newTinyBot(t)
+	b, ok := builtins.Adapter("telegram")
+	if !ok {
+		t.Fatal("no built-in telegram adapter")
+	}
+	mod := write(t, filepath.Join(s.dir, "mychat", "adapter.wasm"), string(b.Wasm))
+	write(t, filepath.Join(s.dir, "mychat", "skill.toml"), string(b.Manifest))
+	cfg := write(t, filepath.Join(s.dir, "buddy.toml"), fmt.Sprintf(`[channels.mychat]
+adapter = %q
+api_base = %q
+dm_policy = "allowlist"
+allow_from = [4242]
+poll_timeout = "1s"
+`, mod, bot.srv.URL))
+	s.do(t, job{args: []string{"secret", "set", "mychat", "--config", cfg}, stdin: telegramToken + "\n"}).ok(t)
+	sv := startServe(t, s, "--config", cfg)
+	bot.message(4242, "hello?")
+	bot.waitText(t, 4242, regexp.MustCompile(`no language model configured`))
+	req, _ := http.NewRequest("GET", sv.url("/api/channels"), nil)
+	req.Header.Set("Authorization", "Bearer "+sv.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"mychat"`) {
+		t.Errorf("GET /api/channels: %s", body)
+	}
+	sv.stop(t)
+
+	write(t, filepath.Join(s.dir, "mychat", "skill.toml"), strings.Replace(string(b.Manifest), `"read_only"`, `"network"`, 1)+"\n[capabilities]\nnetwork = [\"*\"]\n")
+	d := s.run(t, "serve", "--listen", "127.0.0.1:0", "--config", cfg).fails(t, errs.KindForbidden)
+	if !strings.Contains(d, "mychat") || !strings.Contains(d, "capabilities") {
+		t.Errorf("serve with an adapter declaring network: %s", d)
 	}
 }

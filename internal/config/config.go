@@ -87,6 +87,11 @@ type Channel struct {
 	// PollTimeout is how long one long poll waits for updates; default
 	// 25s, at most 50s.
 	PollTimeout time.Duration
+	// Adapter is the path of a channel adapter's module (docs/CHANNELS.md),
+	// its skill.toml beside it; "" = the built-in adapter of the channel's
+	// name. A channel buddy has no built-in adapter for needs one, and
+	// api_base.
+	Adapter string
 }
 
 // [channels.NAME] dm_policy values.
@@ -387,6 +392,7 @@ type channelFile struct {
 	DMPolicy    *string `toml:"dm_policy"`
 	AllowFrom   []int64 `toml:"allow_from"`
 	PollTimeout *string `toml:"poll_timeout"`
+	Adapter     *string `toml:"adapter"`
 }
 
 type skillFile struct {
@@ -853,16 +859,30 @@ func (v *validator) channels(sections map[string]channelFile) map[string]Channel
 		cf := sections[name]
 		at := func(key string) string { return "channels." + name + "." + key }
 		base, known := KnownChannels[name]
-		if !known {
+		if !known && (cf.Adapter == nil || cf.APIBase == nil) {
 			known := make([]string, 0, len(KnownChannels))
 			for k := range KnownChannels {
 				known = append(known, k)
 			}
 			slices.Sort(known)
-			v.fail("channels."+name, "%q is not a channel buddy has an adapter for (known: %s)", name, strings.Join(known, ", "))
+			v.fail("channels."+name, "%q is not a channel buddy has a built-in adapter for (known: %s): another channel needs adapter (its module) and api_base", name, strings.Join(known, ", "))
+			continue
+		}
+		if !validChannelName(name) {
+			v.fail("channels."+name, "%q is not a channel name: lower-case letters, digits, - and _, at most 32", name)
 			continue
 		}
 		ch := Channel{Credential: name, APIBase: base, DMPolicy: DMPolicyPairing, PollTimeout: DefaultPollTimeout}
+		if cf.Adapter != nil {
+			ch.Adapter = v.path(cf.Adapter, at("adapter"))
+			if ch.Adapter != "" {
+				if fi, err := os.Stat(ch.Adapter); err != nil || !fi.Mode().IsRegular() {
+					v.fail(at("adapter"), "%s is not a file: it names a channel adapter's module, its skill.toml beside it", ch.Adapter)
+				} else if _, err := os.Stat(filepath.Join(filepath.Dir(ch.Adapter), "skill.toml")); err != nil {
+					v.fail(at("adapter"), "no skill.toml beside %s", ch.Adapter)
+				}
+			}
+		}
 		if cf.Credential != nil {
 			ch.Credential = v.str(cf.Credential, at("credential"))
 			if !secrets.ValidName(ch.Credential) && strings.TrimSpace(ch.Credential) != "" {
@@ -927,6 +947,20 @@ func checkAPIBase(s string) error {
 		}
 	}
 	return nil
+}
+
+// validChannelName: a channel's name is a key of the store and of the page's
+// routes.
+func validChannelName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // validListen reports whether s is host:port with a numeric port.

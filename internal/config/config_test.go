@@ -736,3 +736,36 @@ func TestSkillCredentials(t *testing.T) {
 	expectError(t, "[skills.gh]\ncredentials = [\"github\", \"github\"]\n", "skills.gh.credentials[1]", "credentials", "listed twice")
 	expectError(t, "[skills.gh]\ncredentials = \"github\"\n", "skills.gh.credentials", "credentials", "")
 }
+
+// TestChannelAdapter: [channels.NAME] adapter names a channel adapter's
+// module (skill.toml beside it): a channel buddy has no built-in adapter
+// for is accepted with one and an api_base, refused without; the module
+// must be an absolute path to a file with its manifest beside it; the name
+// is a store key and a route, so it is restricted.
+func TestChannelAdapter(t *testing.T) {
+	dir := t.TempDir()
+	mod := writeFile(t, dir, "matrix.wasm", "\x00asm\x01\x00\x00\x00")
+	writeFile(t, dir, "skill.toml", "[skill]\nname = \"matrix\"\n")
+	lone := writeFile(t, t.TempDir(), "lone.wasm", "\x00asm\x01\x00\x00\x00")
+
+	c := mustParse(t, fmt.Sprintf("[channels.matrix]\nadapter = %q\napi_base = \"https://matrix.example.org\"\n", mod))
+	if ch := c.Channels["matrix"]; ch.Adapter != mod || ch.APIBase != "https://matrix.example.org" || ch.Credential != "matrix" || ch.DMPolicy != DMPolicyPairing {
+		t.Errorf("matrix = %+v", ch)
+	}
+	c = mustParse(t, fmt.Sprintf("[channels.telegram]\nadapter = %q\n", mod))
+	if ch := c.Channels["telegram"]; ch.Adapter != mod || ch.APIBase != KnownChannels["telegram"] {
+		t.Errorf("telegram with its own adapter = %+v", ch)
+	}
+
+	for _, tc := range []struct{ doc, path, marker, msg string }{
+		{"[channels.matrix]\napi_base = \"https://m.example\"\n", "channels.matrix", "[channels.matrix]", "needs adapter"},
+		{fmt.Sprintf("[channels.matrix]\nadapter = %q\n", mod), "channels.matrix", "[channels.matrix]", "api_base"},
+		{fmt.Sprintf("[channels.Ma-trix]\nadapter = %q\napi_base = \"https://m.example\"\n", mod), "channels.Ma-trix", "[channels.Ma-trix]", "not a channel name"},
+		{"[channels.telegram]\nadapter = \"matrix.wasm\"\n", "channels.telegram.adapter", "adapter =", "absolute path"},
+		{fmt.Sprintf("[channels.telegram]\nadapter = %q\n", filepath.Join(dir, "missing.wasm")), "channels.telegram.adapter", "adapter =", "is not a file"},
+		{fmt.Sprintf("[channels.telegram]\nadapter = %q\n", dir), "channels.telegram.adapter", "adapter =", "is not a file"},
+		{fmt.Sprintf("[channels.telegram]\nadapter = %q\n", lone), "channels.telegram.adapter", "adapter =", "no skill.toml beside"},
+	} {
+		expectError(t, tc.doc, tc.path, tc.marker, tc.msg)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	builtins "github.com/buddy-run/buddy/builtins-wasm"
@@ -39,6 +41,20 @@ func LoadBuiltinAdapter(ctx context.Context, rt *runtime.Runtime, name string) (
 		return nil, errs.New(errs.ErrNotFound, fmt.Sprintf("no built-in channel adapter %q", name))
 	}
 	return LoadAdapter(ctx, rt, name, b.Wasm, b.Manifest)
+}
+
+// LoadAdapterFile loads the channel adapter whose module is at path, its
+// skill.toml beside it ([channels.NAME] adapter).
+func LoadAdapterFile(ctx context.Context, rt *runtime.Runtime, name, path string) (*Adapter, error) {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, fmt.Sprintf("channels.%s.adapter: reading the module", name), err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(filepath.Dir(path), "skill.toml"))
+	if err != nil {
+		return nil, errs.Wrap(errs.ErrConfig, fmt.Sprintf("channels.%s.adapter: reading the skill.toml beside the module", name), err)
+	}
+	return LoadAdapter(ctx, rt, name, wasm, manifest)
 }
 
 // LoadAdapter loads a channel adapter from its module and skill.toml. The
