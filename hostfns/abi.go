@@ -32,6 +32,15 @@ const (
 	FnKernelWrite = "kernel_write"
 	// FnFSRead (path i64) -> i64: payload = file bytes. Needs a read grant.
 	FnFSRead = "fs_read"
+	// FnFSReadJSON (path i32, path_len i32, buf i32, cap i32) -> i64: the
+	// file, which must be UTF-8 text, as a JSON string literal written
+	// straight into the guest's own memory at buf (at most cap bytes); the
+	// path is read from the guest's memory too. Result: status << 32 | n.
+	// Status 0: n bytes written, or, when n > cap, nothing usable written
+	// and n is the room needed. Otherwise buf holds the error message (n
+	// bytes, cut to cap). The same grant, checks, caps and redaction as
+	// FnFSRead (docs/HOST_ABI.md).
+	FnFSReadJSON = "fs_read_json"
 	// FnFSWrite (path i64, data i64) -> i64: payload = u64 LE bytes written. Needs a write grant.
 	FnFSWrite = "fs_write"
 	// FnHTTPGet (url i64) -> i64: payload = u16 LE status, u32 LE n, n bytes of

@@ -22,9 +22,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -128,11 +131,16 @@ type Kernel interface {
 }
 
 // Func is one host function: its import name, wasm signature and Go body.
-// The runtime calls Fn with the call's context and kernel.
+// The runtime calls Fn with the call's context and kernel, or, for a
+// function that reads and writes the guest's own memory, GuestFn with the
+// calling module's memory as well (wazero's: every Read and Write is
+// bounds-checked against it; the runtime traps a module without one).
+// Exactly one of them is set.
 type Func struct {
 	Namespace, Name string
 	Params, Results []api.ValueType
 	Fn              func(ctx context.Context, k Kernel, stack []uint64)
+	GuestFn         func(ctx context.Context, k Kernel, mem api.Memory, stack []uint64)
 }
 
 type callKey struct{}
@@ -221,6 +229,7 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 			return nil, fmt.Errorf("read grant: %w", err)
 		}
 		s.add(FnFSRead, s.fsRead, ptrs(1), ptrs(1))
+		s.addGuest(FnFSReadJSON, s.fsReadJSON, i32s(4), ptrs(1))
 	}
 	if len(g.Write) > 0 {
 		if s.write, err = fs.Open(g.Write, fs.Options{MaxWriteBytes: g.MaxWriteBytes, Private: d.PrivateFiles}); err != nil {
@@ -420,6 +429,25 @@ func (s *Set) add(name string, fn func(context.Context, Kernel, []uint64), param
 	s.funcs = append(s.funcs, Func{Namespace: Namespace, Name: name, Params: params, Results: results, Fn: fn})
 }
 
+// addGuest adds a function that works in the guest's own memory.
+func (s *Set) addGuest(name string, fn func(context.Context, Kernel, api.Memory, []uint64), params, results []api.ValueType) {
+	if s.secrets != nil {
+		inner := fn
+		fn = func(ctx context.Context, k Kernel, mem api.Memory, stack []uint64) {
+			inner(withSet(ctx, s), k, mem, stack)
+		}
+	}
+	s.funcs = append(s.funcs, Func{Namespace: Namespace, Name: name, Params: params, Results: results, GuestFn: fn})
+}
+
+func i32s(n int) []api.ValueType {
+	out := make([]api.ValueType, n)
+	for i := range out {
+		out[i] = api.ValueTypeI32
+	}
+	return out
+}
+
 func ptrs(n int) []api.ValueType {
 	out := make([]api.ValueType, n)
 	for i := range out {
@@ -438,6 +466,85 @@ func (s *Set) fsRead(ctx context.Context, k Kernel, stack []uint64) {
 		touched(ctx, s.read, string(path), len(data), 0)
 	}
 	finish(ctx, k, stack, data, err)
+}
+
+// Fuel of fs_read_json beyond hostCallCost and the path's bytes: the file
+// is read, redacted, checked and escaped 8 bytes at a time (a unit per 8
+// bytes read, as a wasm memory.copy is charged), and the JSON written into
+// the guest is charged as every host result is (a unit per 64 bytes).
+const jsonTextShift = 3
+
+// fsReadJSON is fs_read_json(path, path_len, buf, cap): fs_read's read,
+// answered in the guest's own memory as a JSON string. Every guest range
+// is bounds-checked by wazero (mem.Read) before anything else happens: one
+// outside the guest's memory ends the call, as a bad kernel pointer does.
+func (s *Set) fsReadJSON(ctx context.Context, _ Kernel, mem api.Memory, stack []uint64) {
+	c := callFrom(ctx)
+	c.Charge(hostCallCost)
+	if err := ctx.Err(); err != nil {
+		panic(err)
+	}
+	pathPtr, pathLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	bufPtr, bufCap := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
+	buf, ok := mem.Read(bufPtr, bufCap)
+	if !ok {
+		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: buffer %#x+%d is outside the guest's memory", FnFSReadJSON, bufPtr, bufCap)))
+	}
+	if pathLen > maxPathBytes {
+		guestFail(ctx, buf, stack, errs.New(errs.ErrTooLarge, fmt.Sprintf("%s: argument of %d bytes is over the %d-byte cap", FnFSReadJSON, pathLen, maxPathBytes)))
+		return
+	}
+	p, ok := mem.Read(pathPtr, pathLen)
+	if !ok {
+		panic(errs.New(errs.ErrTrap, fmt.Sprintf("%s: path %#x+%d is outside the guest's memory", FnFSReadJSON, pathPtr, pathLen)))
+	}
+	path := string(p) // a copy: buf may overlap it
+	c.Charge(int64(pathLen >> hostByteShift))
+	data, err := s.read.Read(ctx, path)
+	if err != nil {
+		guestFail(ctx, buf, stack, err)
+		return
+	}
+	touched(ctx, s.read, path, len(data), 0)
+	c.Charge(int64(len(data) >> jsonTextShift))
+	data = s.redact(data)
+	n, valid := writeJSONText(buf, data)
+	if !valid {
+		guestFail(ctx, buf, stack, errs.New(errs.ErrInvalidInput, fmt.Sprintf("read %s: not UTF-8 text (%d bytes)", quote(path), len(data))))
+		return
+	}
+	if uint64(n) > math.MaxUint32 {
+		guestFail(ctx, buf, stack, errs.New(errs.ErrTooLarge, fmt.Sprintf("read %s: as a JSON string the file is %d bytes, more than a guest's memory holds", quote(path), n)))
+		return
+	}
+	c.Charge(int64(n >> hostByteShift))
+	stack[0] = uint64(n)
+}
+
+// quote quotes a guest path for a message, cut as hostfns/fs cuts it.
+func quote(path string) string { return strconv.Quote(truncate(path, 256)) }
+
+// guestFail is fail for a function answering in the guest's memory: the
+// message (secrets redacted) goes into buf, cut to its room on a rune
+// boundary, and the result is status << 32 | its length.
+func guestFail(ctx context.Context, buf []byte, stack []uint64, err error) {
+	if cerr := ctx.Err(); cerr != nil {
+		panic(cerr)
+	}
+	if errors.Is(err, errs.ErrFuelExhausted) || errors.Is(err, errs.ErrTimeout) || errors.Is(err, errs.ErrCanceled) {
+		panic(err)
+	}
+	msg := setFrom(ctx).redact([]byte(err.Error()))
+	if len(msg) > len(buf) {
+		n := len(buf)
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = msg[:n]
+	}
+	callFrom(ctx).Charge(int64(len(msg) >> hostByteShift))
+	n := copy(buf, msg)
+	stack[0] = uint64(errs.StatusOf(err))<<32 | uint64(n)
 }
 
 func (s *Set) fsWrite(ctx context.Context, k Kernel, stack []uint64) {

@@ -30,13 +30,28 @@ type hostFunc struct {
 func (m *Module) instantiateHost(ctx context.Context, rt wazero.Runtime, granted []hostfns.Func) error {
 	funcs := m.kernelFunctions()
 	for _, f := range granted {
-		body := f.Fn
-		funcs = append(funcs, hostFunc{ns: f.Namespace, name: f.Name, params: f.Params, results: f.Results,
-			fn: func(ctx context.Context, _ api.Module, stack []uint64) {
+		var fn api.GoModuleFunc
+		if body := f.GuestFn; body != nil {
+			// A function working in the guest's own memory gets wazero's
+			// view of it: every range it reads or writes is bounds-checked.
+			fn = func(ctx context.Context, mod api.Module, stack []uint64) {
+				st := stateFrom(ctx)
+				st.pure(f.Namespace, f.Name)
+				mem := mod.Memory()
+				if mem == nil {
+					panic(&TrapError{Reason: f.Name + ": the module has no memory"})
+				}
+				body(ctx, &st.k, mem, stack)
+			}
+		} else {
+			body := f.Fn
+			fn = func(ctx context.Context, _ api.Module, stack []uint64) {
 				st := stateFrom(ctx)
 				st.pure(f.Namespace, f.Name)
 				body(ctx, &st.k, stack)
-			}})
+			}
+		}
+		funcs = append(funcs, hostFunc{ns: f.Namespace, name: f.Name, params: f.Params, results: f.Results, fn: fn})
 	}
 	var order []string
 	byNS := map[string][]hostFunc{}

@@ -97,6 +97,7 @@ var capabilityOf = map[string]string{
 	hostfns.FnKernelRead:  "",
 	hostfns.FnKernelWrite: "",
 	hostfns.FnFSRead:      "files_read",
+	hostfns.FnFSReadJSON:  "files_read",
 	hostfns.FnFSWrite:     "files_write",
 	hostfns.FnHTTPGet:     "network",
 	hostfns.FnHTTPRequest: "network",

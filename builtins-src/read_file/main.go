@@ -3,7 +3,7 @@
 package main
 
 import (
-	"strconv"
+	"unsafe"
 
 	"github.com/buddy-run/buddy/skillkit"
 )
@@ -17,26 +17,60 @@ func (in *input) JSONFields() []skillkit.Field {
 	return []skillkit.Field{skillkit.StringField("path", &in.Path)}
 }
 
+// fsReadJSON is buddy:host/v1 fs_read_json (docs/HOST_ABI.md): the host
+// reads the file (the checks, caps and redaction of fs_read), checks that
+// it is UTF-8 text and writes it as a JSON string literal straight into
+// buf, so that the file crosses no kernel block and is not escaped by
+// metered guest code. Result: status << 32 | n.
+//
+//go:wasmimport buddy:host/v1 fs_read_json
+func fsReadJSON(path, pathLen, buf, bufCap uint32) uint64
+
+// prefix is what the output holds before the content's JSON string.
+const prefix = `{"content":`
+
+// firstRoom is the room the first try leaves for the JSON string: a
+// larger file is read again into exactly the room the host asked for.
+const firstRoom = 16 << 10
+
 //go:wasmexport run
 func run() int32 {
 	return skillkit.HandleFields(func(in input) (skillkit.RawJSON, error) {
 		if in.Path == "" {
 			return nil, skillkit.NewError(skillkit.KindInvalidInput, "path is required")
 		}
-		data, err := skillkit.ReadFile(in.Path)
-		if err != nil {
-			return nil, err
+		// {"content": "..."} built in one buffer: the host writes the
+		// string in place, after the prefix, and the closing brace follows.
+		room := uint32(firstRoom)
+		for try := 0; try < 3; try++ {
+			out := make([]byte, len(prefix), len(prefix)+int(room)+1)
+			copy(out, prefix)
+			r := fsReadJSON(addr(unsafe.StringData(in.Path)), uint32(len(in.Path)), addr(&out[:cap(out)][len(prefix)]), room)
+			status, n := byte(r>>32), uint32(r)
+			if status != 0 {
+				return nil, skillkit.NewError(kindOf(status), string(out[len(prefix):len(prefix)+int(min(n, room))]))
+			}
+			if n <= room {
+				out = out[:len(prefix)+int(n)]
+				return skillkit.RawJSON(append(out, '}')), nil
+			}
+			room = n // the file is larger: read it again into the room it needs
 		}
-		// {"content": "..."} written directly: encoding/json would copy the
-		// content several times (and slowly, through reflection). Text checks
-		// the UTF-8 as it escapes.
-		var o skillkit.Object
-		o.Grow(len(data) + len(data)/8 + 16)
-		if !o.Text("content", data) {
-			return nil, skillkit.NewError(skillkit.KindInvalidInput, in.Path+" is not UTF-8 text ("+strconv.Itoa(len(data))+" bytes)")
-		}
-		return o.JSON(), nil
+		return nil, skillkit.NewError(skillkit.KindUnavailable, in.Path+" kept growing while it was read")
 	})
+}
+
+func addr(p *byte) uint32 { return uint32(uintptr(unsafe.Pointer(p))) }
+
+// kindOf names a host status byte (docs/HOST_ABI.md; never renumbered).
+func kindOf(status byte) skillkit.Kind {
+	kinds := [...]skillkit.Kind{1: skillkit.KindForbidden, 2: skillkit.KindNotFound, 3: skillkit.KindTooLarge,
+		4: skillkit.KindInvalidInput, 5: skillkit.KindUnavailable, 6: skillkit.KindDenied,
+		7: skillkit.KindTimeout, 8: skillkit.KindInternal}
+	if int(status) < len(kinds) && kinds[status] != "" {
+		return kinds[status]
+	}
+	return skillkit.KindInternal
 }
 
 func main() {}

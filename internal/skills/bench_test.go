@@ -83,8 +83,8 @@ func pluginCalls(b *testing.B, reg *skills.Registry, skill string, input []byte,
 	})
 }
 
-// BenchmarkReadFile4KiB: the read_file built-in (TinyGo plugin, fs_read host
-// function, JSON in and out) vs a native os.Root read of the same file.
+// BenchmarkReadFile4KiB: the read_file built-in (TinyGo plugin, fs_read_json
+// host function, JSON in and out) vs a native os.Root read of the same file.
 func BenchmarkReadFile4KiB(b *testing.B) {
 	dir := b.TempDir()
 	content := bytes.Repeat([]byte("0123456789abcdef"), 256) // 4 KiB

@@ -89,7 +89,7 @@ func TestReadFileRefusesLargeBinary(t *testing.T) {
 	cfg := parseConfig(t, fmt.Sprintf("[skills.read_file]\nallowed_directories = [%s]\n", tomlString(dir)))
 	reg := newRegistry(t, newRuntime(t), cfg, newStore(t))
 	_, err := reg.Call(t.Context(), "read_file", []byte(`{"path":"blob.bin"}`))
-	if errs.KindOf(err) != errs.KindInvalidInput || !strings.Contains(fmt.Sprint(err), "is not UTF-8 text") {
+	if errs.KindOf(err) != errs.KindInvalidInput || !strings.Contains(fmt.Sprint(err), "not UTF-8 text") {
 		t.Fatalf("read_file of an 8 MiB binary file: %v; want invalid_input, not UTF-8 text", err)
 	}
 }
