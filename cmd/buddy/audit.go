@@ -19,19 +19,9 @@ import (
 
 // audit is `buddy audit list|verify`.
 func (a *app) audit(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errs.New(errs.ErrInvalidInput, "buddy audit needs a subcommand: list, verify")
-	}
-	switch args[0] {
-	case "list":
-		return a.auditList(ctx, args[1:])
-	case "verify":
-		return a.auditVerify(ctx, args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprint(a.stdout, usage)
-		return errHelp
-	}
-	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown audit subcommand %q (list, verify)", args[0]))
+	return a.subcommand(ctx, verbs{cmd: "audit", listed: "list, verify", run: map[string]func(context.Context, []string) error{
+		"list": a.auditList, "verify": a.auditVerify,
+	}}, args)
 }
 
 func (a *app) auditList(ctx context.Context, args []string) (err error) {

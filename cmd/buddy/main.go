@@ -169,29 +169,10 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 }
 
 func (a *app) skill(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errs.New(errs.ErrInvalidInput, "buddy skill needs a subcommand: list, info, run, install, remove, init")
-	}
-	switch args[0] {
-	case "list":
-		return a.skillList(ctx, args[1:])
-	case "info":
-		return a.skillInfo(ctx, args[1:])
-	case "run":
-		return a.skillRun(ctx, args[1:])
-	case "install":
-		return a.skillInstall(ctx, args[1:])
-	case "add":
-		return a.skillAdd(ctx, args[1:])
-	case "remove":
-		return a.skillRemove(ctx, args[1:])
-	case "init":
-		return a.skillInit(ctx, args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprint(a.stdout, usage)
-		return errHelp
-	}
-	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown skill subcommand %q (list, info, run, install, remove, init)", args[0]))
+	return a.subcommand(ctx, verbs{cmd: "skill", listed: "list, info, run, install, remove, init", run: map[string]func(context.Context, []string) error{
+		"list": a.skillList, "info": a.skillInfo, "run": a.skillRun, "install": a.skillInstall,
+		"add": a.skillAdd, "remove": a.skillRemove, "init": a.skillInit,
+	}}, args)
 }
 
 // stdinIsTerminal asks the kernel whether stdin is a terminal (a character

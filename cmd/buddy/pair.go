@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/front/channels"
 )
 
@@ -17,21 +16,9 @@ import (
 // the paired user their confirmation within seconds, a stopped one at its
 // next start.
 func (a *app) pair(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errs.New(errs.ErrInvalidInput, "buddy pair needs a subcommand: list, approve, revoke")
-	}
-	switch args[0] {
-	case "list":
-		return a.pairList(ctx, args[1:])
-	case "approve":
-		return a.pairApprove(ctx, args[1:])
-	case "revoke":
-		return a.pairRevoke(ctx, args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprint(a.stdout, usage)
-		return errHelp
-	}
-	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown pair subcommand %q (list, approve, revoke)", args[0]))
+	return a.subcommand(ctx, verbs{cmd: "pair", listed: "list, approve, revoke", run: map[string]func(context.Context, []string) error{
+		"list": a.pairList, "approve": a.pairApprove, "revoke": a.pairRevoke,
+	}}, args)
 }
 
 func (a *app) pairList(ctx context.Context, args []string) (err error) {

@@ -22,21 +22,9 @@ import (
 // schedule is `buddy schedule add|list|rm`: jobs in the database, whether
 // or not buddy serve runs (a running one sees them within a second).
 func (a *app) schedule(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errs.New(errs.ErrInvalidInput, "buddy schedule needs a subcommand: add, list, rm")
-	}
-	switch args[0] {
-	case "add":
-		return a.scheduleAdd(ctx, args[1:])
-	case "list":
-		return a.scheduleList(ctx, args[1:])
-	case "rm", "remove":
-		return a.scheduleRemove(ctx, args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprint(a.stdout, usage)
-		return errHelp
-	}
-	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown schedule subcommand %q (add, list, rm)", args[0]))
+	return a.subcommand(ctx, verbs{cmd: "schedule", listed: "add, list, rm", run: map[string]func(context.Context, []string) error{
+		"add": a.scheduleAdd, "list": a.scheduleList, "rm": a.scheduleRemove, "remove": a.scheduleRemove,
+	}}, args)
 }
 
 // scheduleEnv opens the store and a scheduler over it that runs nothing.

@@ -28,21 +28,9 @@ const secretUsage = `usage: buddy secret set NAME      the value from the termin
 // secret is `buddy secret set|list|rm`: the secret store of the data
 // directory. Nothing buddy offers prints a value back.
 func (a *app) secret(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errs.New(errs.ErrInvalidInput, "buddy secret needs a subcommand: set, list, rm\n"+secretUsage)
-	}
-	switch args[0] {
-	case "set":
-		return a.secretSet(ctx, args[1:])
-	case "list":
-		return a.secretList(ctx, args[1:])
-	case "rm", "remove":
-		return a.secretRemove(ctx, args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprintln(a.stdout, secretUsage)
-		return errHelp
-	}
-	return errs.New(errs.ErrInvalidInput, fmt.Sprintf("unknown secret subcommand %q (set, list, rm)", args[0]))
+	return a.subcommand(ctx, verbs{cmd: "secret", listed: "set, list, rm", help: secretUsage, run: map[string]func(context.Context, []string) error{
+		"set": a.secretSet, "list": a.secretList, "rm": a.secretRemove, "remove": a.secretRemove,
+	}}, args)
 }
 
 // openSecrets loads the configuration and opens the secret store of its
