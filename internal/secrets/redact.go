@@ -83,8 +83,15 @@ func newFingerprinter() *fingerprinter {
 	return f
 }
 
-func (f *fingerprinter) prefix(b []byte) uint16 {
-	return uint16((binary.LittleEndian.Uint64(b) * f.mul) >> 48)
+func (f *fingerprinter) prefix(b []byte) uint16 { return prefixOf(f, b) }
+
+// prefixOf is the prefilter's hash of b's first 8 bytes (little-endian),
+// for a string or bytes alike.
+func prefixOf[T ~string | ~[]byte](f *fingerprinter, b T) uint16 {
+	_ = b[7]
+	v := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	return uint16((v * f.mul) >> 48)
 }
 
 func (f *fingerprinter) mac(b []byte) (out [sha256.Size]byte) {
@@ -174,18 +181,22 @@ func (r *Redactor) Names() []string {
 
 // scan calls fn with every match in b, left to right, never overlapping: at
 // each position the longest form that matches.
-func (r *Redactor) scan(b []byte, fn func(start, end int, name string)) {
+func (r *Redactor) scan(b []byte, fn func(start, end int, name string)) { scanAny(r, b, fn) }
+
+// scanAny is scan for a string or bytes: a string is read in place, and
+// copied only where a candidate's fingerprint is checked.
+func scanAny[T ~string | ~[]byte](r *Redactor, b T, fn func(start, end int, name string)) {
 	if r.Empty() {
 		return
 	}
 	for i := 0; i+prefixBytes <= len(b); i++ {
-		h := r.fp.prefix(b[i:])
+		h := prefixOf(r.fp, b[i:])
 		if r.filter[h/64]&(1<<(h%64)) == 0 {
 			continue
 		}
 		for _, pi := range r.index[h] {
 			p := &r.pats[pi]
-			if i+p.n > len(b) || r.fp.mac(b[i:i+p.n]) != p.mac {
+			if i+p.n > len(b) || r.fp.mac([]byte(b[i:i+p.n])) != p.mac {
 				continue
 			}
 			fn(i, i+p.n, p.name)
@@ -220,9 +231,19 @@ func (r *Redactor) RedactBytes(b []byte) []byte {
 
 // redact is RedactBytes, and whether anything was replaced.
 func (r *Redactor) redact(b []byte) ([]byte, bool) {
+	out := redactAny(r, b)
+	if out == nil {
+		return b, false
+	}
+	return out, true
+}
+
+// redactAny is b with every match replaced, or nil when b holds none (so
+// that a text without secrets costs no copy).
+func redactAny[T ~string | ~[]byte](r *Redactor, b T) []byte {
 	var out []byte
 	last := 0
-	r.scan(b, func(start, end int, name string) {
+	scanAny(r, b, func(start, end int, name string) {
 		if out == nil {
 			out = make([]byte, 0, len(b))
 		}
@@ -231,9 +252,9 @@ func (r *Redactor) redact(b []byte) ([]byte, bool) {
 		last = end
 	})
 	if out == nil {
-		return b, false
+		return nil
 	}
-	return append(out, b[last:]...), true
+	return append(out, b[last:]...)
 }
 
 // Redact is RedactBytes for a string.
@@ -241,11 +262,10 @@ func (r *Redactor) Redact(s string) string {
 	if r.Empty() || len(s) < prefixBytes {
 		return s
 	}
-	out, changed := r.redact([]byte(s))
-	if !changed {
-		return s
+	if out := redactAny(r, s); out != nil {
+		return string(out)
 	}
-	return string(out)
+	return s
 }
 
 // Stream redacts text that arrives in pieces (a model's answer, streamed):
