@@ -90,7 +90,10 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 	m.calls.Add(1)
 	release := func() { <-m.r.sem; m.calls.Done() }
 
-	ctx, cancel := context.WithTimeout(ctx, res.Timeout)
+	// The call's deadline, on the runtime's watch: context.WithTimeout's
+	// timer per call woke a sleeping thread on the caller's clock
+	// (runtime/internal/deadline).
+	ctx, cancel := m.r.deadlines.WithTimeout(ctx, start, res.Timeout)
 	st := &callState{
 		m:      m,
 		ctx:    ctx,

@@ -32,6 +32,7 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/base/osfile"
+	"github.com/buddy-run/buddy/runtime/internal/deadline"
 )
 
 // Defaults of Options.
@@ -131,6 +132,7 @@ type Runtime struct {
 	validator wazero.Runtime
 	sem       chan struct{}
 	mem       *memoryPool     // recycled, zeroed linear-memory buffers
+	deadlines deadline.Watch  // every call's deadline, under one timer
 	jobs      chan func()     // calls, taken by idle workers
 	ctx       context.Context // lives until Close; background work uses it
 	cancel    context.CancelFunc
@@ -253,6 +255,8 @@ func (r *Runtime) Close(ctx context.Context) error {
 		err = errors.Join(err, m.Close(ctx))
 	}
 	r.wg.Wait()
+	// r.deadlines is not stopped: a call Close gave up waiting for still
+	// ends at its deadline; the watch's timer stops by itself once idle.
 	err = errors.Join(err, r.validator.Close(ctx))
 	// The cache goes last: closing it under a live CompiledPlugin breaks it
 	// (go-sdk #97).
