@@ -112,15 +112,26 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 	}
 	done := make(chan outcome, 1)
 	job := func(inline bool) {
-		defer release()
 		defer cancel()
 		inst, err := m.instance(ctx, fn)
 		if err != nil {
+			release()
+			m.refill()
 			done <- outcome{err: err}
 			return
 		}
 		inst.rand.st = st // random_get checks this call's deadline as it fills
-		defer inst.close(context.WithoutCancel(ctx), st)
+		if inline {
+			// The instance is closed (its memory and the kernel's zeroed)
+			// after the caller has its answer, off its clock, by the
+			// goroutine that then prepares the next instances; the call's
+			// slot is held until then, so that closing memory counts
+			// against MaxConcurrent as running calls do.
+			defer m.retire(inst, st, release)
+		} else {
+			defer release()
+			defer inst.close(context.WithoutCancel(ctx), st)
+		}
 		if inst.restored {
 			// The instance starts where the initialiser (and start function)
 			// left it, in the snapshot; their fuel is charged as if they had
@@ -154,7 +165,6 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		// without the two goroutine hand-offs a worker costs. Its answer is
 		// there when job returns (its ctx is canceled by then too: no select).
 		job(true)
-		m.refill()
 		o = <-done
 	} else {
 		// A host function buddy does not control (Options.ExtraHostFunctions)
@@ -409,34 +419,58 @@ func (x *xorshiftReader) Read(p []byte) (int, error) {
 
 // refill tops up the prepared instances in the background, one filler at a time.
 func (m *Module) refill() {
-	if cap(m.ready) == 0 || m.closed.Load() || !m.filling.CompareAndSwap(false, true) {
+	if !m.startFill() {
 		return
+	}
+	go m.fill()
+}
+
+// retire closes a called instance and releases its call's slot in the
+// background, then tops up the prepared instances on the same goroutine: a
+// call starts one goroutine, not two.
+func (m *Module) retire(inst *instance, st *callState, release func()) {
+	go func() {
+		inst.close(context.Background(), st)
+		release()
+		if m.startFill() {
+			m.fill()
+		}
+	}()
+}
+
+// startFill claims the filler's role; fill must follow when it reports true.
+func (m *Module) startFill() bool {
+	if cap(m.ready) == 0 || m.closed.Load() || !m.filling.CompareAndSwap(false, true) {
+		return false
 	}
 	r := m.r
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.closed {
-		r.mu.Unlock()
 		m.filling.Store(false)
-		return
+		return false
 	}
 	r.wg.Add(1)
-	r.mu.Unlock()
-	go func() {
-		defer r.wg.Done()
-		defer m.filling.Store(false)
-		for len(m.ready) < cap(m.ready) && !m.closed.Load() {
-			p, err := m.newInstance(r.ctx, true)
-			if err != nil {
-				return
-			}
-			select {
-			case m.ready <- p:
-			default:
-				p.close(r.ctx, nil)
-				return
-			}
+	return true
+}
+
+// fill prepares instances until the module has its Prepared ones.
+func (m *Module) fill() {
+	r := m.r
+	defer r.wg.Done()
+	defer m.filling.Store(false)
+	for len(m.ready) < cap(m.ready) && !m.closed.Load() {
+		p, err := m.newInstance(r.ctx, true)
+		if err != nil {
+			return
 		}
-	}()
+		select {
+		case m.ready <- p:
+		default:
+			p.close(r.ctx, nil)
+			return
+		}
+	}
 }
 
 // closeWait bounds how long Close waits for running calls when ctx has no

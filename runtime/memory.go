@@ -16,7 +16,7 @@ import (
 //
 // Isolation rests on one invariant: every buffer in the pool is zero over its
 // whole capacity. A memory is zeroed up to the largest size it reached when
-// its instance is closed (on the call's goroutine, after the caller has its
+// its instance is closed (in the background, after the caller has its
 // answer), before the buffer goes back; a buffer is handed out as it is.
 // TestNoMemorySurvivesACall checks that no byte crosses from one call to the
 // next.
