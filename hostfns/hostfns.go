@@ -89,8 +89,13 @@ type Deps struct {
 	Secrets Secrets
 	// PrivateFiles are files no file host function reads or replaces,
 	// whatever directory is granted: buddy's secret store and its key
-	// (secrets.Store.Files).
+	// (secrets.Store.Files), its configuration file.
 	PrivateFiles []string
+	// PrivateDirs are directories no file host function reads or writes
+	// anything in, whatever directory is granted (buddy's data directory),
+	// except in SharedDirs inside them (its workspace): hostfns/fs
+	// Options.PrivateDirs.
+	PrivateDirs, SharedDirs []string
 }
 
 // Secrets is what host functions need of buddy's secret store
@@ -225,14 +230,14 @@ func Link(g Grants, d Deps) (_ *Set, err error) {
 	}()
 	s.add(FnLog, hostLog, []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil)
 	if len(g.Read) > 0 {
-		if s.read, err = fs.Open(g.Read, fs.Options{MaxReadBytes: g.MaxReadBytes, Private: d.PrivateFiles}); err != nil {
+		if s.read, err = fs.Open(g.Read, fs.Options{MaxReadBytes: g.MaxReadBytes, Private: d.PrivateFiles, PrivateDirs: d.PrivateDirs, Shared: d.SharedDirs}); err != nil {
 			return nil, fmt.Errorf("read grant: %w", err)
 		}
 		s.add(FnFSRead, s.fsRead, ptrs(1), ptrs(1))
 		s.addGuest(FnFSReadJSON, s.fsReadJSON, i32s(4), ptrs(1))
 	}
 	if len(g.Write) > 0 {
-		if s.write, err = fs.Open(g.Write, fs.Options{MaxWriteBytes: g.MaxWriteBytes, Private: d.PrivateFiles}); err != nil {
+		if s.write, err = fs.Open(g.Write, fs.Options{MaxWriteBytes: g.MaxWriteBytes, Private: d.PrivateFiles, PrivateDirs: d.PrivateDirs, Shared: d.SharedDirs}); err != nil {
 			return nil, fmt.Errorf("write grant: %w", err)
 		}
 		s.maxWrite = g.MaxWriteBytes

@@ -254,8 +254,37 @@ func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*skills.Regi
 		Runtime: e.rt,
 		Config:  cfg,
 		Store:   e.st,
-		Deps:    hostfns.Deps{KV: e.st, Memories: e.st, Secrets: e.secrets, PrivateFiles: e.secrets.Files(), Jobs: e.jobsDep()},
+		Deps:    e.hostDeps(cfg),
 	})
+}
+
+// hostDeps are what the skills' host functions use of buddy, and what of
+// buddy's own they never touch: no file grant reaches the data directory
+// (but its workspace), the SKILL.md skills, the secret store or the
+// configuration file, however it is worded.
+func (e *env) hostDeps(cfg *config.Config) hostfns.Deps {
+	private := append(e.secrets.Files(), store.Files(cfg.Storage.Path)...)
+	if cfg.Path != "" {
+		private = append(private, cfg.Path)
+	}
+	dirs := []string{e.dataDir, cfg.Instructions.SkillsDir}
+	return hostfns.Deps{KV: e.st, Memories: e.st, Secrets: e.secrets, Jobs: e.jobsDep(),
+		PrivateFiles: absPaths(private), PrivateDirs: absPaths(dirs), SharedDirs: absPaths([]string{filepath.Join(e.dataDir, workspaceDir)})}
+}
+
+// absPaths makes every non-empty path absolute (against the working
+// directory, as the files were opened).
+func absPaths(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // config is the configuration in force.
@@ -287,6 +316,11 @@ func closeEnv(ctx context.Context, e *env, err *error) {
 	}
 }
 
+// workspaceDir is the directory in buddy's data directory that skills may be
+// granted (the embedded defaults grant it): the rest of the data directory
+// is never reachable through a grant.
+const workspaceDir = "workspace"
+
 // embeddedDefaults is the configuration used when there is no buddy.toml: the
 // built-ins read and write a workspace directory inside buddy's data
 // directory, memory is on, and nothing reaches the network.
@@ -296,7 +330,7 @@ func embeddedDefaults() (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws := filepath.Join(dir, "workspace")
+	ws := filepath.Join(dir, workspaceDir)
 	if err := osfile.PrivateDir(ws); err != nil {
 		return nil, errs.Wrap(errs.ErrConfig, "workspace", err)
 	}
@@ -352,7 +386,7 @@ func openInstructions(ctx context.Context, e *env, w io.Writer) *skillsMD {
 		}
 	}
 	warn(problems)
-	ws := filepath.Join(e.dataDir, "workspace")
+	ws := filepath.Join(e.dataDir, workspaceDir)
 	if sec, ok := e.cfg.Skills["read_file"]; ok && len(sec.AllowedDirectories) > 0 {
 		ws = sec.AllowedDirectories[0]
 	}

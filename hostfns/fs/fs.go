@@ -70,8 +70,9 @@
 // # Private files
 //
 // [Options.Private] names files no guest may read or replace whatever path
-// leads to them (buddy's secret store and its key, which a grant of a
-// directory above buddy's data directory would otherwise expose): Read
+// leads to them (buddy's secret store and its key, its database and the
+// files beside it, its configuration file, which a grant of a directory
+// above them would otherwise expose): Read
 // refuses a file that is one of them (the same file, by device and inode,
 // however it is reached: a symlink inside the directory, a hard link), and
 // Write refuses a name that is one, in the directory it is in, whether the
@@ -120,6 +121,11 @@ type Options struct {
 	// Private are absolute paths of files no guest may read or replace
 	// (see "Private files"); they need not exist yet.
 	Private []string
+	// PrivateDirs are absolute paths of directories no guest reads or
+	// writes anything in, except in the Shared directories inside them (see
+	// "Private directories" in privatedir.go); they need not exist yet.
+	PrivateDirs []string
+	Shared      []string
 }
 
 // Roots is a set of allowed directories, each held open as an os.Root. It is
@@ -129,6 +135,8 @@ type Roots struct {
 	maxRead  int64
 	maxWrite int64
 	private  []string
+
+	privateDirs, shared []string // canonical
 
 	closeOnce sync.Once
 	closeErr  error
@@ -143,6 +151,10 @@ type dir struct {
 	configured string // as the operator wrote it, cleaned
 	canonical  string // symlinks resolved at Open
 	root       *os.Root
+	guarded    bool // it holds a private directory: calls check where they lead
+	// filesGuarded: it holds the directory of a private file, which calls
+	// then look up by name and by device and inode.
+	filesGuarded bool
 }
 
 // Open opens each directory once as an os.Root. Every directory must be an
@@ -169,8 +181,27 @@ func Open(dirs []string, opts Options) (*Roots, error) {
 	if r.maxWrite == 0 {
 		r.maxWrite = DefaultMaxBytes
 	}
+	for _, list := range []struct {
+		in  []string
+		out *[]string
+	}{{opts.PrivateDirs, &r.privateDirs}, {opts.Shared, &r.shared}} {
+		for _, p := range list.in {
+			c, err := canonicalDir(p)
+			if err != nil {
+				return nil, err
+			}
+			*list.out = append(*list.out, c)
+		}
+	}
 	for _, name := range dirs {
 		d, err := openDir(name)
+		if err == nil {
+			d.filesGuarded = r.holdsPrivateFile(d)
+			d.guarded, err = r.guard(d)
+			if err != nil {
+				d.root.Close()
+			}
+		}
 		if err != nil {
 			r.Close()
 			return nil, err
@@ -358,10 +389,16 @@ func depth(path string) int {
 }
 
 // privateReason is why a guest may not touch a private file.
-const privateReason = "is one of buddy's private files (the secret store and its key): no skill reads or replaces them"
+const privateReason = "is one of buddy's private files (its secret store, database, keys or configuration): no skill reads or replaces them"
 
-// isPrivate reports whether fi is one of the private files.
-func (r *Roots) isPrivate(fi os.FileInfo) bool {
+// isPrivate reports whether fi, found in d, is one of the private files.
+// Only a directory that holds a private file's directory, or a hard link,
+// can lead to one (os.Root keeps every path inside d): elsewhere the
+// private files are not looked up.
+func (r *Roots) isPrivate(d *dir, fi os.FileInfo) bool {
+	if len(r.private) == 0 || !d.filesGuarded && links(fi) <= 1 {
+		return false
+	}
 	for _, p := range r.private {
 		if pfi, err := os.Stat(p); err == nil && os.SameFile(fi, pfi) {
 			return true
@@ -370,15 +407,18 @@ func (r *Roots) isPrivate(fi os.FileInfo) bool {
 	return false
 }
 
-// privateName reports whether the name base in the directory parent (as
-// the guest's path resolved it) is one of the private files, existing or
-// not, or is a link to one.
-func (r *Roots) privateName(parent *os.Root, base string) bool {
+// privateName reports whether the name base in the directory parent of d
+// (as the guest's path resolved it) is one of the private files, existing
+// or not, or is a link to one.
+func (r *Roots) privateName(d *dir, parent *os.Root, base string) bool {
 	if len(r.private) == 0 {
 		return false
 	}
-	if fi, err := parent.Lstat(base); err == nil && r.isPrivate(fi) {
+	if fi, err := parent.Lstat(base); err == nil && r.isPrivate(d, fi) {
 		return true
+	}
+	if !d.filesGuarded {
+		return false
 	}
 	dfi, err := parent.Stat(".")
 	if err != nil {

@@ -64,7 +64,7 @@ func (r *Roots) Read(ctx context.Context, path string) ([]byte, error) {
 	if err := r.checkReadable(path, fi); err != nil {
 		return nil, err
 	}
-	if r.isPrivate(fi) {
+	if r.isPrivate(d, fi) {
 		return nil, pathErr(opRead, path, errs.ErrForbidden, privateReason, nil)
 	}
 	if err := r.step(ctx, opRead, path, stageOpen); err != nil {
@@ -75,6 +75,9 @@ func (r *Roots) Read(ctx context.Context, path string) ([]byte, error) {
 		return nil, osErr(opRead, path, "opening", err)
 	}
 	defer f.Close()
+	if err := r.checkOpened(opRead, path, d, f, ""); err != nil {
+		return nil, err
+	}
 	// The file actually opened, whatever was swapped in since the stat.
 	if fi, err = f.Stat(); err != nil {
 		return nil, osErr(opRead, path, "stat", err)
@@ -82,7 +85,7 @@ func (r *Roots) Read(ctx context.Context, path string) ([]byte, error) {
 	if err := r.checkReadable(path, fi); err != nil {
 		return nil, err
 	}
-	if r.isPrivate(fi) {
+	if r.isPrivate(d, fi) {
 		return nil, pathErr(opRead, path, errs.ErrForbidden, privateReason, nil)
 	}
 	if err := r.step(ctx, opRead, path, stageRead); err != nil {
@@ -185,6 +188,9 @@ func (r *Roots) Write(ctx context.Context, path string, data []byte) (int, error
 
 	// Resolve the parent directory once; every later step works inside it.
 	parent, base := filepath.Dir(rel), filepath.Base(rel)
+	if err := r.checkDirPath(opWrite, path, d, parent, base); err != nil {
+		return 0, err
+	}
 	dirRoot := d.root
 	if parent != "." {
 		if err := r.step(ctx, opWrite, path, stageMkdir); err != nil {
@@ -204,8 +210,12 @@ func (r *Roots) Write(ctx context.Context, path string, data []byte) (int, error
 		dirRoot = sub
 	}
 
-	if r.privateName(dirRoot, base) {
+	if r.privateName(d, dirRoot, base) {
 		return 0, pathErr(opWrite, path, errs.ErrForbidden, privateReason, nil)
+	}
+	// Where the parent actually is, whatever was swapped in since the check.
+	if err := r.checkRootDir(opWrite, path, d, dirRoot, base); err != nil {
+		return 0, err
 	}
 	perm := newFilePerm
 	switch fi, err := dirRoot.Lstat(base); {

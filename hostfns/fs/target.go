@@ -84,14 +84,28 @@ func (r *Roots) Inspect(ctx context.Context, path string, write bool, data []byt
 		if err := r.checkReadable(path, fi); err != nil {
 			return refuse(err)
 		}
-		if r.isPrivate(fi) {
+		if r.isPrivate(d, fi) {
 			return refuse(pathErr(op, path, errs.ErrForbidden, privateReason, nil))
+		}
+		if d.guarded {
+			f, err := d.root.OpenFile(rel, readFlags, 0)
+			if err != nil {
+				return refuse(osErr(op, path, "opening", err))
+			}
+			err = r.checkOpened(op, path, d, f, "")
+			f.Close()
+			if err != nil {
+				return refuse(err)
+			}
 		}
 		return t, nil
 	}
+	if err := r.checkDirPath(op, path, d, filepath.Dir(rel), filepath.Base(rel)); err != nil {
+		return refuse(err)
+	}
 	if len(r.private) > 0 {
 		if parent, err := d.root.OpenRoot(filepath.Dir(rel)); err == nil {
-			private := r.privateName(parent, filepath.Base(rel))
+			private := r.privateName(d, parent, filepath.Base(rel))
 			parent.Close()
 			if private {
 				return refuse(pathErr(op, path, errs.ErrForbidden, privateReason, nil))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/buddy-run/buddy/internal/base/osfile"
@@ -142,4 +143,22 @@ func appendStamp(path string) error {
 // replaceStamp writes a new one-byte stamp and renames it over the old one.
 func replaceStamp(path string) error {
 	return osfile.WriteAtomic(path, []byte{'+'}, 0o600)
+}
+
+// Files are the database at path and every file the store keeps beside it
+// (SQLite's journal, WAL and shared memory, the lock, the audit key and
+// head, the skills stamp), by the path given and by its real path: what no
+// skill may read or replace (hostfns.Deps.PrivateFiles).
+func Files(path string) []string {
+	bases := []string{path}
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+		bases = append(bases, real)
+	}
+	var out []string
+	for _, b := range bases {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", auditKeySuffix, auditHeadSuffix, stampSuffix} {
+			out = append(out, b+suffix)
+		}
+	}
+	return out
 }
