@@ -668,14 +668,22 @@ func (d *decoder) number() error {
 
 // string reads the JSON string at d, quotes included, checking it and
 // unescaping it as encoding/json does. Without escapes or invalid UTF-8 the
-// result shares data's bytes.
+// result shares data's bytes; from the first of those on, the rest is
+// decoded into a buffer (unescape).
 func (d *decoder) string() (string, error) {
 	data := d.data
-	i, run := d.i+1, d.i+1
-	// buf is nil until the first byte that is not kept as it is.
-	var buf []byte
+	start := d.i + 1
+	i := start
+	// dense: the last byte was non-ASCII: the next run is looked at a byte
+	// at a time first, without the block scan's set-up, which text dense
+	// with accents would pay at each one.
+	dense := false
 	for {
-		i = stringPrefix(data, i)
+		if dense {
+			i, dense = densePrefix(data, i)
+		} else {
+			i = stringPrefix(data, i)
+		}
 		if i >= len(data) {
 			d.i = i
 			return "", d.syntax("unexpected end of JSON input")
@@ -683,17 +691,54 @@ func (d *decoder) string() (string, error) {
 		switch c := data[i]; {
 		case c == '"':
 			d.i = i + 1
-			if buf == nil {
-				return unsafe.String(unsafe.SliceData(data[run:]), i-run), nil
+			return unsafe.String(unsafe.SliceData(data[start:]), i-start), nil
+		case c >= 0x80:
+			if n := utf8Valid23(data, i); n > 0 {
+				i += n
+				dense = true
+				continue
 			}
-			buf = append(buf, data[run:i]...)
+			if r, size := utf8.DecodeRune(data[i:]); r != utf8.RuneError || size != 1 {
+				i += size
+				dense = true
+				continue
+			}
+		}
+		// An escape, a control character or an invalid byte.
+		return d.unescape(unescapeBuf(nil, data, start, i), i)
+	}
+}
+
+// unescape decodes the rest of the string at d into buf from data[i] on,
+// as string does. Runs of bytes kept as they are are appended a byte at a
+// time (text dense with escapes, code, has short ones), or, when a whole
+// word of 8 is plain, found by stringPrefix and appended at once.
+func (d *decoder) unescape(buf []byte, i int) (string, error) {
+	data := d.data
+	p := unsafe.Pointer(unsafe.SliceData(data))
+	for {
+		if i+8 <= len(data) && stringWord(load64(unsafe.Add(p, i))) {
+			j := stringPrefix(data, i+8)
+			buf = append(buf, data[i:j]...)
+			i = j
+		}
+		for i < len(data) && keptByte[data[i]] {
+			buf = append(buf, data[i])
+			i++
+		}
+		if i >= len(data) {
+			d.i = i
+			return "", d.syntax("unexpected end of JSON input")
+		}
+		switch c := data[i]; {
+		case c == '"':
+			d.i = i + 1
 			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
 		case c == '\\':
 			if i+1 >= len(data) {
 				d.i = i + 1
 				return "", d.syntax("unexpected end of JSON input")
 			}
-			buf = unescapeBuf(buf, data, run, i)
 			e := data[i+1]
 			switch e {
 			case '"', '\\', '/':
@@ -728,7 +773,6 @@ func (d *decoder) string() (string, error) {
 					}
 				}
 				buf = utf8.AppendRune(buf, r)
-				run = i
 				continue
 			default:
 				d.i = i + 1
@@ -736,21 +780,74 @@ func (d *decoder) string() (string, error) {
 			}
 			buf = append(buf, e)
 			i += 2
-			run = i
 		case c < 0x20:
 			d.i = i
 			return "", d.syntax("invalid character " + quoteByte(c) + " in string literal")
 		default: // c >= 0x80
-			r, size := utf8.DecodeRune(data[i:])
-			if r == utf8.RuneError && size == 1 {
-				buf = utf8.AppendRune(unescapeBuf(buf, data, run, i), utf8.RuneError)
-				i++
-				run = i
+			if n := utf8Valid23(data, i); n > 0 {
+				buf = append(buf, data[i:i+n]...)
+				i += n
 				continue
 			}
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size == 1 {
+				buf = utf8.AppendRune(buf, utf8.RuneError)
+				i++
+				continue
+			}
+			buf = append(buf, data[i:i+size]...)
 			i += size
 		}
 	}
+}
+
+// keptByte says which bytes a JSON string holds as they are: all but '"',
+// '\\', control characters and non-ASCII.
+var keptByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// stringWord reports whether all 8 bytes of w are kept as they are in a
+// JSON string (stringPrefix's test, a word at a time).
+func stringWord(w uint64) bool {
+	q := w ^ 0x22*lsbs
+	b := w ^ 0x5c*lsbs
+	return ((w-0x20*lsbs)&^w|(q-lsbs)&^q|(b-lsbs)&^b|w)&msbs == 0
+}
+
+// densePrefix is stringPrefix after a non-ASCII character: up to 16 bytes
+// one at a time; a run that goes on is left to stringPrefix, and dense says
+// whether the run ended within those 16 bytes.
+func densePrefix(data []byte, i int) (int, bool) {
+	end := min(i+16, len(data))
+	for i < end && keptByte[data[i]] {
+		i++
+	}
+	if i == end && end < len(data) {
+		return stringPrefix(data, i), false
+	}
+	return i, true
+}
+
+// utf8Valid23 is the length of the valid 2- or 3-byte UTF-8 sequence at
+// data[i] (the common ones: Latin and most scripts; not a surrogate, not
+// overlong), or 0 for anything else, which utf8.DecodeRune then decides.
+func utf8Valid23(data []byte, i int) int {
+	c := data[i]
+	switch {
+	case c >= 0xc2 && c < 0xe0:
+		if i+1 < len(data) && data[i+1]&0xc0 == 0x80 {
+			return 2
+		}
+	case c >= 0xe1 && c < 0xf0 && c != 0xed:
+		if i+2 < len(data) && data[i+1]&0xc0 == 0x80 && data[i+2]&0xc0 == 0x80 {
+			return 3
+		}
+	}
+	return 0
 }
 
 // skipString consumes the string at d, checking it.
@@ -894,13 +991,7 @@ func stringPrefixFrom(data []byte, i int, blocks bool) int {
 			i += 32
 		}
 	}
-	for i+8 <= len(data) {
-		w := load64(unsafe.Add(p, i))
-		q := w ^ 0x22*lsbs
-		b := w ^ 0x5c*lsbs
-		if ((w-0x20*lsbs)&^w|(q-lsbs)&^q|(b-lsbs)&^b|w)&msbs != 0 {
-			break
-		}
+	for i+8 <= len(data) && stringWord(load64(unsafe.Add(p, i))) {
 		i += 8
 	}
 	for i < len(data) {
