@@ -213,6 +213,8 @@ type rigOpts struct {
 	prov      *provider
 	caps      config.Budget
 	reserve   int
+	poll      time.Duration
+	wrap      func(scheduler.Store) scheduler.Store // the store as the scheduler sees it
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -238,8 +240,12 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	}
 	r := &rig{t: t, st: st, clock: o.now, page: &page{}, chat: &channel{}, prov: o.prov, cat: &fakeCatalog{}, caps: o.caps, dir: o.dataDir}
 	caps := func() config.Budget { return r.caps }
-	r.s = scheduler.New(scheduler.Options{Store: st, Location: o.loc, Now: o.now.Now, Owner: o.owner, Heartbeat: o.heartbeat,
-		DataDir: o.dataDir, Caps: caps, Page: r.page, Deliverer: r.chat})
+	var sst scheduler.Store = st
+	if o.wrap != nil {
+		sst = o.wrap(st)
+	}
+	r.s = scheduler.New(scheduler.Options{Store: sst, Location: o.loc, Now: o.now.Now, Owner: o.owner, Heartbeat: o.heartbeat,
+		DataDir: o.dataDir, Caps: caps, Page: r.page, Deliverer: r.chat, Poll: o.poll})
 	gate := approval.New(r.cat, approval.Options{Asker: r.s.Asker(), Settings: approval.Fixed(approval.Settings{Timeout: scheduler.HoldFor})})
 	meter := budget.New(budget.Options{Usage: st, Caps: caps, Location: o.loc, Now: o.now.Now})
 	mk := func(skills catalog.Skills, lean bool) *agent.Agent {

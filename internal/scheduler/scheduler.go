@@ -290,9 +290,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return err
 	}
 	for {
-		s.runDue(ctx, false)
+		// One query a poll when nothing is due (an idle server): the due
+		// jobs are listed only when the earliest says it is time.
+		next, ok, err := s.opts.Store.NextDue(ctx)
+		if err != nil || ok && !next.After(s.opts.Now()) {
+			s.runDue(ctx, false)
+			next, ok, err = s.opts.Store.NextDue(ctx)
+		}
 		wait := s.opts.Poll
-		if next, ok, err := s.opts.Store.NextDue(ctx); err == nil && ok {
+		if err == nil && ok {
 			if d := next.Sub(s.opts.Now()); d < wait {
 				wait = max(d, 0)
 			}

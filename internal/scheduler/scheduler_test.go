@@ -383,3 +383,64 @@ func TestSomethingToSay(t *testing.T) {
 		}
 	}
 }
+
+// countingStore counts the scheduler loop's queries.
+type countingStore struct {
+	scheduler.Store
+	mu            sync.Mutex
+	due, nextDue int
+}
+
+func (c *countingStore) DueJobs(ctx context.Context, now time.Time) ([]store.Job, error) {
+	c.mu.Lock()
+	c.due++
+	c.mu.Unlock()
+	return c.Store.DueJobs(ctx, now)
+}
+
+func (c *countingStore) NextDue(ctx context.Context) (time.Time, bool, error) {
+	c.mu.Lock()
+	c.nextDue++
+	c.mu.Unlock()
+	return c.Store.NextDue(ctx)
+}
+
+func (c *countingStore) counts() (due, next int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.due, c.nextDue
+}
+
+// TestIdleLoopQueriesOnce: with no job due, the loop asks the store one
+// question a poll (the earliest job) and lists no due jobs; a job that
+// comes due is listed and run.
+func TestIdleLoopQueriesOnce(t *testing.T) {
+	now := &clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+	cs := &countingStore{}
+	r := newRig(t, rigOpts{now: now, poll: 2 * time.Millisecond, wrap: func(s scheduler.Store) scheduler.Store {
+		cs.Store = s
+		return cs
+	}})
+	j := r.add(scheduler.Spec{Kind: "reminder", At: "+1h", Text: "stretch"})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.s.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, next := cs.counts(); next < 20 && time.Now().Before(deadline); _, next = cs.counts() {
+		time.Sleep(time.Millisecond)
+	}
+	if due, next := cs.counts(); due != 0 || next < 20 {
+		t.Fatalf("idle: %d due-job listings and %d next-due queries, want 0 and at least 20", due, next)
+	}
+	now.Add(2 * time.Hour)
+	for len(r.page.notifications()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if due, _ := cs.counts(); due == 0 || len(r.page.notifications()) != 1 || r.page.notifications()[0].JobID != j.ID {
+		t.Fatalf("the due reminder: %d listings, notifications %+v", due, r.page.notifications())
+	}
+}
