@@ -387,7 +387,7 @@ func TestSomethingToSay(t *testing.T) {
 // countingStore counts the scheduler loop's queries.
 type countingStore struct {
 	scheduler.Store
-	mu            sync.Mutex
+	mu           sync.Mutex
 	due, nextDue int
 }
 
