@@ -30,6 +30,12 @@ const (
 	// guest's linear memory at src into kernel memory at dst, which must lie
 	// inside one live block (as store_u64's). Always linked; served by the runtime.
 	FnKernelWrite = "kernel_write"
+	// FnOutputWrite (src i32, n i32) -> (): sets the call's output to n
+	// bytes of the guest's linear memory at src, in one call (the Extism
+	// ABI's alloc, store and output_set, with no kernel block); a later
+	// output_set replaces it, as it replaces it. Always linked; served by
+	// the runtime.
+	FnOutputWrite = "output_write"
 	// FnFSRead (path i64) -> i64: payload = file bytes. Needs a read grant.
 	FnFSRead = "fs_read"
 	// FnFSReadJSON (path i32, path_len i32, buf i32, cap i32) -> i64: the

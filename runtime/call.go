@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -355,11 +356,14 @@ func (inst *instance) call(ctx context.Context, st *callState, fn string, input 
 	if msg := k.block(k.errOff); len(msg) > 0 {
 		returnErr = errors.New(string(msg))
 	}
+	if st.guestOut != nil { // output_write: already a copy
+		return rc, st.guestOut, returnErr
+	}
 	out, ok := k.Read(k.output, k.outputLen)
 	if !ok {
 		out = nil // as go-sdk: an output outside kernel memory reads as empty
 	}
-	return rc, append([]byte{}, out...), returnErr
+	return rc, bytes.Clone(out), returnErr
 }
 
 // initialize runs the guest runtime's initializer, as go-sdk does: for
@@ -544,9 +548,12 @@ type callState struct {
 	// may be called; impure names the first that was.
 	snapshotting bool
 	impure       string
-	k            kernel   // the call's Extism kernel memory (kernel.go)
-	vars         varStore // Extism vars: this call's only
-	failure      error    // the first error the runtime ended the call with
+	k            kernel // the call's Extism kernel memory (kernel.go)
+	// guestOut is the output output_write copied from the guest's memory
+	// (non-nil, possibly empty); output_set clears it: the last one wins.
+	guestOut []byte
+	vars     varStore // Extism vars: this call's only
+	failure  error    // the first error the runtime ended the call with
 
 	logLines, logBytes, logDropped int
 }

@@ -235,7 +235,9 @@ func TestHostcallsFixturesUpToDate(t *testing.T) {
 
 // TestGuestCopy: buddy:host/v1.kernel_read and kernel_write copy between the
 // kernel and the guest's own memory, and refuse every range outside either
-// (kernel_write, like store_u64, only inside a live block).
+// (kernel_write, like store_u64, only inside a live block); output_write
+// outputs a range of the guest's memory, refuses one outside it, and it and
+// output_set replace each other.
 func TestGuestCopy(t *testing.T) {
 	rt := newRuntime(t, runtime.Options{Prepared: -1})
 	patterned := make([]byte, 60<<10)
@@ -257,6 +259,12 @@ func TestGuestCopy(t *testing.T) {
 		{"write_past_block", nil, nil, "outside every block"},
 		{"write_freed", nil, nil, "outside every block"},
 		{"zero", nil, []byte{}, ""},
+		{"out_write", []byte("hello, guest"), []byte("hello, guest"), ""},
+		{"out_write", patterned, patterned, ""},
+		{"out_write_oob", nil, nil, "outside the guest's memory"},
+		{"out_write_then_set", nil, []byte("kernel"), ""},
+		{"out_set_then_write", nil, []byte("guest"), ""},
+		{"out_write_empty", nil, []byte{}, ""},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d", c.entry, len(c.input)), func(t *testing.T) {
@@ -275,5 +283,18 @@ func TestGuestCopy(t *testing.T) {
 				t.Fatalf("output %d bytes, want %d (equal: %v)", len(res.Output), len(c.want), bytes.Equal(res.Output, c.want))
 			}
 		})
+	}
+}
+
+// TestOutputWriteCap: output_write of more than the output cap ends the
+// call with too_large, as output_set does, before copying it.
+func TestOutputWriteCap(t *testing.T) {
+	rt := newRuntime(t, runtime.Options{Prepared: -1, MaxOutputBytes: 1000})
+	mod := load(t, rt, "hostcalls/guest_copy.wasm", manifest("out_write", nil), nil)
+	if _, err := mod.Call(t.Context(), make([]byte, 1001)); !errors.Is(err, runtime.ErrTooLarge) || !strings.Contains(err.Error(), "1000-byte cap") {
+		t.Fatalf("1,001 bytes: %v, want too_large naming the cap", err)
+	}
+	if res, err := mod.Call(t.Context(), make([]byte, 1000)); err != nil || len(res.Output) != 1000 {
+		t.Fatalf("1,000 bytes: %v", err)
 	}
 }

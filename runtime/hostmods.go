@@ -225,6 +225,7 @@ func (m *Module) kernelFunctions() []hostFunc {
 				trap("output_set: block %#x+%d is outside kernel memory", off, n)
 			}
 			st.k.output, st.k.outputLen = off, n
+			st.guestOut = nil
 		}),
 		get("output_length", func(k *kernel) uint64 { return k.outputLen }),
 		get("output_offset", func(k *kernel) uint64 { return k.output }),
@@ -293,6 +294,21 @@ func (m *Module) kernelFunctions() []hostFunc {
 			}
 			copy(st.k.mem[dst:dst+uint64(n)], b)
 		}, guestCopySig.params, guestCopySig.results),
+		fn(hostfns.Namespace, hostfns.FnOutputWrite, func(ctx context.Context, mod api.Module, stack []uint64) {
+			st := stateFrom(ctx)
+			st.pure(hostfns.Namespace, hostfns.FnOutputWrite)
+			src, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+			st.kernelCopy(n)
+			if uint64(n) > maxOut {
+				panic(errs.New(ErrTooLarge, fmt.Sprintf("output of %d bytes is over the %d-byte cap", n, maxOut)))
+			}
+			b, ok := guestMemory(mod).Read(src, n)
+			if !ok {
+				trap("output_write: guest range %#x+%d is outside the guest's memory", src, n)
+			}
+			st.guestOut = append(make([]byte, 0, n), b...)
+			st.k.output, st.k.outputLen = 0, uint64(n)
+		}, outputWriteSig.params, outputWriteSig.results),
 	)
 	for name, level := range map[string]Level{"log_trace": LevelTrace, "log_debug": LevelDebug,
 		"log_info": LevelInfo, "log_warn": LevelWarn, "log_error": LevelError} {
@@ -313,6 +329,9 @@ func (m *Module) kernelFunctions() []hostFunc {
 
 // guestCopySig is the signature of kernel_read and kernel_write.
 var guestCopySig = sig{[]api.ValueType{i64, i32, i32}, nil}
+
+// outputWriteSig is the signature of output_write.
+var outputWriteSig = sig{[]api.ValueType{i32, i32}, nil}
 
 // guestMemory is the calling module's memory; a module without one has
 // nothing to copy to or from.

@@ -96,6 +96,7 @@ var capabilityOf = map[string]string{
 	hostfns.FnLog:         "",
 	hostfns.FnKernelRead:  "",
 	hostfns.FnKernelWrite: "",
+	hostfns.FnOutputWrite: "",
 	hostfns.FnFSRead:      "files_read",
 	hostfns.FnFSReadJSON:  "files_read",
 	hostfns.FnFSWrite:     "files_write",
@@ -628,6 +629,9 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 	provided := func(ns, fn string) (sig, bool) {
 		if ns == hostfns.Namespace && (fn == hostfns.FnKernelRead || fn == hostfns.FnKernelWrite) {
 			return guestCopySig, true // served by the runtime (hostmods.go)
+		}
+		if ns == hostfns.Namespace && fn == hostfns.FnOutputWrite {
+			return outputWriteSig, true
 		}
 		for _, f := range funcs {
 			if f.Namespace == ns && f.Name == fn {

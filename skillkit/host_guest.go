@@ -72,9 +72,6 @@ func kernelAlloc(n uint64) uint64
 //go:wasmimport extism:host/env free
 func kernelFree(off uint64)
 
-//go:wasmimport extism:host/env output_set
-func kernelOutputSet(off, n uint64)
-
 //go:wasmimport extism:host/env error_set
 func kernelErrorSet(off uint64)
 
@@ -97,10 +94,11 @@ func hostInput() []byte {
 	return buf
 }
 
-// hostOutput sets the call's output.
-func hostOutput(b []byte) {
-	kernelOutputSet(storeBlock(b), uint64(len(b)))
-}
+//go:wasmimport buddy:host/v1 output_write
+func outputWrite(src, n uint32)
+
+// hostOutput sets the call's output, straight from the guest's memory.
+func hostOutput(b []byte) { outputWrite(addr(b), uint32(len(b))) }
 
 // storeBlock copies b into a new kernel block and returns its offset (0 for
 // an empty b, as the kernel's alloc(0)).

@@ -11,6 +11,13 @@
 ;; zero                kernel_read and kernel_write of 0 bytes at offset 0, and
 ;;                     kernel_read/kernel_write of 0 bytes far outside either memory:
 ;;                     success, output "" (a copy of nothing is a no-op)
+;; out_write           output_write: kernel_read the input into guest memory
+;;                     at 1024 and output it from there: output = input
+;; out_write_oob       output_write(65530, 16): trap "outside the guest's memory"
+;; out_write_then_set  output_write("guest"), then output_set of a block
+;;                     "kernel": output "kernel" (the last one wins)
+;; out_set_then_write  the other way round: output "guest"
+;; out_write_empty     output_write(0, 0) after output_set("kernel"): output ""
 (module
   (import "extism:host/env" "input_length" (func $input_length (result i64)))
   (import "extism:host/env" "input_offset" (func $input_offset (result i64)))
@@ -19,7 +26,10 @@
   (import "extism:host/env" "output_set" (func $output_set (param i64 i64)))
   (import "buddy:host/v1" "kernel_read" (func $kread (param i64 i32 i32)))
   (import "buddy:host/v1" "kernel_write" (func $kwrite (param i64 i32 i32)))
+  (import "buddy:host/v1" "output_write" (func $owrite (param i32 i32)))
   (memory 1)
+  (data (i32.const 256) "guest")
+  (data (i32.const 512) "kernel")
 
   (func (export "run") (result i32)
     (local $n i64) (local $b i64)
@@ -59,5 +69,37 @@
     (call $kwrite (i64.const 0xFFFFFFFFFFFF) (i32.const 0) (i32.const 0))
     (call $kread (i64.const 0xFFFFFFFFFFFF) (i32.const 0xFFFFFFF0) (i32.const 0))
     (call $output_set (i64.const 0) (i64.const 0))
+    (i32.const 0))
+
+  (func (export "out_write") (result i32)
+    (local $n i32)
+    (local.set $n (i32.wrap_i64 (call $input_length)))
+    (call $kread (call $input_offset) (i32.const 1024) (local.get $n))
+    (call $owrite (i32.const 1024) (local.get $n))
+    (i32.const 0))
+
+  (func (export "out_write_oob") (result i32)
+    (call $owrite (i32.const 65530) (i32.const 16))
+    (i32.const 0))
+
+  (func $kernel_block (result i64)
+    (local $b i64)
+    (local.set $b (call $alloc (i64.const 6)))
+    (call $kwrite (local.get $b) (i32.const 512) (i32.const 6))
+    (local.get $b))
+
+  (func (export "out_write_then_set") (result i32)
+    (call $owrite (i32.const 256) (i32.const 5))
+    (call $output_set (call $kernel_block) (i64.const 6))
+    (i32.const 0))
+
+  (func (export "out_set_then_write") (result i32)
+    (call $output_set (call $kernel_block) (i64.const 6))
+    (call $owrite (i32.const 256) (i32.const 5))
+    (i32.const 0))
+
+  (func (export "out_write_empty") (result i32)
+    (call $output_set (call $kernel_block) (i64.const 6))
+    (call $owrite (i32.const 0) (i32.const 0))
     (i32.const 0))
 )
