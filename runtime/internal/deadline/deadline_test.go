@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -285,43 +284,5 @@ func TestStop(t *testing.T) {
 	}
 	if !w.Armed().IsZero() {
 		t.Error("armed after Stop")
-	}
-}
-
-// BenchmarkWithTimeout: a call's context and its cancel, on a Watch and with
-// context.WithTimeout (which arms a runtime timer per call), each made after
-// the process idled for 200 µs, as a call on an idle server is (ns/call:
-// the median; ns/op includes the sleep).
-func BenchmarkWithTimeout(b *testing.B) {
-	w := &Watch{}
-	defer w.Stop()
-	for _, bb := range []struct {
-		name string
-		with func() (context.Context, context.CancelFunc)
-	}{
-		{"watch", func() (context.Context, context.CancelFunc) {
-			return w.WithTimeout(context.Background(), time.Now(), 5*time.Second)
-		}},
-		{"context", func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 5*time.Second)
-		}},
-	} {
-		b.Run(bb.name, func(b *testing.B) {
-			// Timed by hand (the median): StopTimer and StartTimer read the
-			// memory statistics, which stops the world and wakes threads.
-			d := make([]time.Duration, 0, b.N)
-			for i := 0; i < b.N; i++ {
-				time.Sleep(200 * time.Microsecond)
-				start := time.Now()
-				ctx, cancel := bb.with()
-				d = append(d, time.Since(start))
-				if ctx.Err() != nil {
-					b.Fatal(ctx.Err())
-				}
-				cancel()
-			}
-			slices.Sort(d)
-			b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "ns/call")
-		})
 	}
 }
