@@ -34,19 +34,21 @@ import (
 const privateDirReason = "is in buddy's own data directory (its database, token, keys, skills and compiled code): no skill reads or writes there"
 
 // inPrivateDir reports whether the canonical path p is in a private
-// directory and not in a shared one.
+// directory and not in a shared one inside it: the innermost of the
+// directories holding p decides (a private directory inside a shared one,
+// SKILL.md skills kept in the workspace, stays private).
 func (r *Roots) inPrivateDir(p string) bool {
-	for _, s := range r.shared {
-		if _, ok := within(s, p); ok {
-			return false
+	deepest := func(dirs []string) int {
+		n := -1
+		for _, d := range dirs {
+			if _, ok := within(d, p); ok {
+				n = max(n, len(d))
+			}
 		}
+		return n
 	}
-	for _, d := range r.privateDirs {
-		if _, ok := within(d, p); ok {
-			return true
-		}
-	}
-	return false
+	priv := deepest(r.privateDirs)
+	return priv >= 0 && priv > deepest(r.shared)
 }
 
 // guard classifies a granted directory: an error when it lies in a private

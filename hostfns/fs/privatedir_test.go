@@ -193,6 +193,26 @@ func TestPrivateDirsGrants(t *testing.T) {
 		}
 		r.Close()
 	}
+	// A private directory inside a shared one stays private.
+	nested := filepath.Join(p.ws, "instructions")
+	if err := os.Mkdir(nested, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path string) error {
+		r, err := Open([]string{p.ws}, Options{PrivateDirs: []string{p.data, nested}, Shared: []string{p.ws}})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		_, err = r.Write(context.Background(), path, []byte("x"))
+		return err
+	}
+	if err := write("instructions/SKILL.md"); !errors.Is(err, errs.ErrForbidden) {
+		t.Errorf("a write into a private directory inside the workspace: %v", err)
+	}
+	if err := write("w2.txt"); err != nil {
+		t.Errorf("a write beside it: %v", err)
+	}
 	// A private directory that does not exist yet still guards.
 	r, err := Open([]string{other}, Options{PrivateDirs: []string{filepath.Join(other, "later")}})
 	if err != nil {
