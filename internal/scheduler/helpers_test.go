@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,12 +92,16 @@ type channel struct {
 	mu    sync.Mutex
 	notes []scheduler.Notification
 	held  []scheduler.Held
+	err   error // what Deliver answers
 }
 
 func (c *channel) Deliver(_ context.Context, n scheduler.Notification) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
 	c.notes = append(c.notes, n)
-	c.mu.Unlock()
 	return nil
 }
 
@@ -214,6 +219,7 @@ type rigOpts struct {
 	caps      config.Budget
 	reserve   int
 	poll      time.Duration
+	logger    *slog.Logger
 	wrap      func(scheduler.Store) scheduler.Store // the store as the scheduler sees it
 }
 
@@ -245,7 +251,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		sst = o.wrap(st)
 	}
 	r.s = scheduler.New(scheduler.Options{Store: sst, Location: o.loc, Now: o.now.Now, Owner: o.owner, Heartbeat: o.heartbeat,
-		DataDir: o.dataDir, Caps: caps, Page: r.page, Deliverer: r.chat, Poll: o.poll})
+		DataDir: o.dataDir, Caps: caps, Page: r.page, Deliverer: r.chat, Poll: o.poll, Logger: o.logger})
 	gate := approval.New(r.cat, approval.Options{Asker: r.s.Asker(), Settings: approval.Fixed(approval.Settings{Timeout: scheduler.HoldFor})})
 	meter := budget.New(budget.Options{Usage: st, Caps: caps, Location: o.loc, Now: o.now.Now})
 	mk := func(skills catalog.Skills, lean bool) *agent.Agent {

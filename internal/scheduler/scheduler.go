@@ -54,6 +54,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buddy-run/buddy/internal/agent"
@@ -213,6 +214,8 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	runs   sync.WaitGroup
 	wake   chan struct{}
+	// noOwner: the paired channel had nobody to deliver to, and it was said.
+	noOwner atomic.Bool
 
 	mu        sync.Mutex
 	check     Agent
@@ -448,8 +451,18 @@ func (s *Scheduler) notify(ctx context.Context, n Notification) {
 		s.opts.Page.Notify(n)
 	}
 	if s.opts.Deliverer != nil {
-		if err := s.opts.Deliverer.Deliver(context.WithoutCancel(ctx), n); err != nil {
+		err := s.opts.Deliverer.Deliver(context.WithoutCancel(ctx), n)
+		switch {
+		case errors.Is(err, errs.ErrNotFound):
+			// Nobody is paired: said once, not at every notification,
+			// until a delivery gets through again.
+			if s.noOwner.CompareAndSwap(false, true) {
+				s.log.Warn("no paired chat: notifications reach the page only until one is paired (buddy pair list)", "err", err)
+			}
+		case err != nil:
 			s.log.Warn("delivering a notification to the paired channel", "job", n.JobID, "err", err)
+		default:
+			s.noOwner.Store(false)
 		}
 	}
 }

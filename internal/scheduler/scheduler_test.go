@@ -3,8 +3,11 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/buddy-run/buddy/internal/config"
 	"github.com/buddy-run/buddy/internal/scheduler"
 	"github.com/buddy-run/buddy/internal/store"
+	"github.com/buddy-run/buddy/internal/testkit/syncbuf"
 )
 
 // TestReminderMissedWhileDownIsDeliveredOnce: a reminder due while buddy
@@ -442,5 +446,43 @@ func TestIdleLoopQueriesOnce(t *testing.T) {
 	}
 	if due, _ := cs.counts(); due == 0 || len(r.page.notifications()) != 1 || r.page.notifications()[0].JobID != j.ID {
 		t.Fatalf("the due reminder: %d listings, notifications %+v", due, r.page.notifications())
+	}
+}
+
+// TestNoOwnerSaidOnce: with a channel but nobody paired, the first
+// notification says so in the log and the next ones do not, until one is
+// delivered again; the page gets every one.
+func TestNoOwnerSaidOnce(t *testing.T) {
+	var logBuf syncbuf.Buffer
+	now := &clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+	r := newRig(t, rigOpts{now: now, logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	r.chat.err = errs.Wrap(errs.ErrNotFound, "notifying the owner", errors.New("no owner's chat on this channel"))
+	for i := range 3 {
+		r.add(scheduler.Spec{Kind: "reminder", At: "+1m", Text: fmt.Sprint("note ", i)})
+	}
+	now.Add(2 * time.Minute)
+	if n := r.s.RunDue(t.Context()); n != 3 {
+		t.Fatalf("ran %d", n)
+	}
+	if got := strings.Count(logBuf.String(), "no paired chat"); got != 1 {
+		t.Fatalf("said %d times:\n%s", got, logBuf.String())
+	}
+	if len(r.page.notifications()) != 3 {
+		t.Fatalf("the page got %d", len(r.page.notifications()))
+	}
+	r.chat.mu.Lock()
+	r.chat.err = nil
+	r.chat.mu.Unlock()
+	r.add(scheduler.Spec{Kind: "reminder", At: "+1m", Text: "delivered"})
+	now.Add(2 * time.Minute)
+	r.s.RunDue(t.Context())
+	r.chat.mu.Lock()
+	r.chat.err = errs.Wrap(errs.ErrNotFound, "notifying the owner", errors.New("revoked"))
+	r.chat.mu.Unlock()
+	r.add(scheduler.Spec{Kind: "reminder", At: "+1m", Text: "again"})
+	now.Add(2 * time.Minute)
+	r.s.RunDue(t.Context())
+	if got := strings.Count(logBuf.String(), "no paired chat"); got != 2 {
+		t.Fatalf("after a delivery and a revoke, said %d times", got)
 	}
 }
