@@ -112,6 +112,21 @@ type Call interface {
 	Log(level int32, msg string)
 }
 
+// Stasher is a Call that keeps one value for the rest of the call (the
+// runtime's does): fs_read_json keeps the file it read for a buffer too
+// small, so that the guest's next try, with the room the host asked for,
+// does not read it again.
+type Stasher interface {
+	Stash() *any
+}
+
+// stashedRead is a file fs_read_json read for a buffer too small.
+type stashedRead struct {
+	set  *Set
+	path string
+	data []byte
+}
+
 // Jobs is what FnSchedule needs of the scheduler: a JSON request in, a
 // JSON answer out (docs/HOST_ABI.md). Errors carry their kind (errs).
 type Jobs interface {
@@ -505,14 +520,24 @@ func (s *Set) fsReadJSON(ctx context.Context, _ Kernel, mem api.Memory, stack []
 	}
 	path := string(p) // a copy: buf may overlap it
 	c.Charge(int64(pathLen >> hostByteShift))
-	data, err := s.read.Read(ctx, path)
-	if err != nil {
-		guestFail(ctx, buf, stack, err)
-		return
+	var stash *any
+	if st, ok := c.(Stasher); ok {
+		stash = st.Stash()
 	}
-	touched(ctx, s.read, path, len(data), 0)
+	var data []byte
+	if prev, ok := (*nilSafe(stash)).(stashedRead); ok && prev.set == s && prev.path == path {
+		data = prev.data // the guest's retry with more room: the same file, not read twice
+		*stash = nil
+	} else {
+		var err error
+		if data, err = s.read.Read(ctx, path); err != nil {
+			guestFail(ctx, buf, stack, err)
+			return
+		}
+		touched(ctx, s.read, path, len(data), 0)
+		data = s.redact(data)
+	}
 	c.Charge(int64(len(data) >> jsonTextShift))
-	data = s.redact(data)
 	n, valid := writeJSONText(buf, data)
 	if !valid {
 		guestFail(ctx, buf, stack, errs.New(errs.ErrInvalidInput, fmt.Sprintf("read %s: not UTF-8 text (%d bytes)", quote(path), len(data))))
@@ -523,7 +548,18 @@ func (s *Set) fsReadJSON(ctx context.Context, _ Kernel, mem api.Memory, stack []
 		return
 	}
 	c.Charge(int64(n >> hostByteShift))
+	if n > len(buf) && stash != nil {
+		*stash = stashedRead{set: s, path: path, data: data}
+	}
 	stack[0] = uint64(n)
+}
+
+// nilSafe is p, or a pointer to a nil value when p is nil.
+func nilSafe(p *any) *any {
+	if p == nil {
+		return new(any)
+	}
+	return p
 }
 
 // quote quotes a guest path for a message, cut as hostfns/fs cuts it.
@@ -553,6 +589,9 @@ func guestFail(ctx context.Context, buf []byte, stack []uint64, err error) {
 }
 
 func (s *Set) fsWrite(ctx context.Context, k Kernel, stack []uint64) {
+	if st, ok := callFrom(ctx).(Stasher); ok {
+		*st.Stash() = nil // a file read before this write is read again after it
+	}
 	path, ok := readArg(ctx, k, FnFSWrite, stack[0], maxPathBytes, stack)
 	if !ok {
 		return

@@ -21,12 +21,17 @@ import (
 // with pointers into its own memory (see its header).
 type readJSON struct {
 	t   *testing.T
+	ctx context.Context
 	mod *runtime.Module
 }
 
 func loadReadJSON(t *testing.T, g hostfns.Grants, d hostfns.Deps) (*readJSON, error) {
+	return loadFixture(t, "read_json.wasm", g, d)
+}
+
+func loadFixture(t *testing.T, name string, g hostfns.Grants, d hostfns.Deps) (*readJSON, error) {
 	t.Helper()
-	wasm, err := os.ReadFile(filepath.Join("..", "runtime", "testdata", "read_json.wasm"))
+	wasm, err := os.ReadFile(filepath.Join("..", "runtime", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +47,15 @@ func loadReadJSON(t *testing.T, g hostfns.Grants, d hostfns.Deps) (*readJSON, er
 	t.Cleanup(func() { set.Close(context.Background()) })
 	m := runtime.DefaultManifest("read_json")
 	m.Capabilities.FilesRead = true
+	if len(g.Write) > 0 {
+		m.Capabilities.FilesWrite = true
+		m.Permission = runtime.Mutating
+	}
 	mod, err := rt.Load(t.Context(), wasm, runtime.Spec{Manifest: m, Host: set})
 	if err != nil {
 		return nil, err
 	}
-	return &readJSON{t: t, mod: mod}, nil
+	return &readJSON{t: t, ctx: t.Context(), mod: mod}, nil
 }
 
 // call runs export fn with buf, cap and path, and returns the status, n,
@@ -54,7 +63,7 @@ func loadReadJSON(t *testing.T, g hostfns.Grants, d hostfns.Deps) (*readJSON, er
 func (r *readJSON) call(fn string, buf, bufCap uint32, path string) (errs.Status, uint32, []byte, uint64, error) {
 	in := binary.LittleEndian.AppendUint32(nil, buf)
 	in = binary.LittleEndian.AppendUint32(in, bufCap)
-	res, err := r.mod.CallExport(r.t.Context(), fn, append(in, path...))
+	res, err := r.mod.CallExport(r.ctx, fn, append(in, path...))
 	if err != nil {
 		return 0, 0, nil, 0, err
 	}
@@ -235,5 +244,48 @@ func TestFSReadJSONRedacts(t *testing.T) {
 	st, _, got, _, err = r.call("run", 1024, 4096, "missing-"+token+".txt")
 	if err != nil || st != errs.StatusNotFound || bytes.Contains(got, []byte(token)) || !bytes.Contains(got, []byte("[secret:github]")) {
 		t.Errorf("an error naming the token: %v %d %q", err, st, got)
+	}
+}
+
+// TestFSReadJSONRetryReadsOnce: a guest that tries with too little room and
+// again with the room asked for (as read_file does for a file over 16 KiB)
+// gets the file whole from one read.
+func TestFSReadJSONRetryReadsOnce(t *testing.T) {
+	dir := t.TempDir()
+	content := strings.Repeat("0123456789abcde\n", 1280) // 20 KiB
+	if err := os.WriteFile(filepath.Join(dir, "20k.txt"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := loadReadJSON(t, hostfns.Grants{Read: []string{dir}}, hostfns.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"20k.txt", filepath.Join(dir, "20k.txt")} {
+		var u hostfns.Usage
+		r.ctx = hostfns.WithUsage(t.Context(), &u)
+		st, n, got, _, err := r.call("retry", 1024, 16, path)
+		if err != nil || st != errs.StatusOK || string(got) != jsonOf(content) || int(n) != len(got) {
+			t.Fatalf("%s: %v %d %d, %d bytes", path, err, st, n, len(got))
+		}
+		if rep := u.Report(); rep.BytesRead != int64(len(content)) {
+			t.Errorf("%s: %d bytes read, want %d (once)", path, rep.BytesRead, len(content))
+		}
+	}
+}
+
+// TestFSReadJSONRetryAfterWrite: a write between the two tries is seen by
+// the second: what the first read is not kept across it.
+func TestFSReadJSONRetryAfterWrite(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "w.txt"), []byte("the original content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := loadFixture(t, "read_json_write.wasm", hostfns.Grants{Read: []string{dir}, Write: []string{dir}}, hostfns.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, got, _, err := r.call("write_retry", 1024, 4, "w.txt")
+	if err != nil || st != errs.StatusOK || string(got) != jsonOf("rewritten") {
+		t.Fatalf("%v %d %q, want %q", err, st, got, jsonOf("rewritten"))
 	}
 }

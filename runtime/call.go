@@ -552,6 +552,7 @@ type callState struct {
 	// guestOut is the output output_write copied from the guest's memory
 	// (non-nil, possibly empty); output_set clears it: the last one wins.
 	guestOut []byte
+	stash    any // hostfns.Stasher: a host function's value for the call
 	vars     varStore // Extism vars: this call's only
 	failure  error    // the first error the runtime ended the call with
 
@@ -606,6 +607,9 @@ func (st *callState) Charge(units int64) {
 }
 
 // used is the fuel of a finished call.
+// Stash implements hostfns.Stasher.
+func (st *callState) Stash() *any { return &st.stash }
+
 func (st *callState) used() uint64 {
 	if st.settled {
 		return uint64(st.granted - st.left + st.extra)

@@ -74,6 +74,8 @@ var fixtures = []fixture{
 	{file: "hostcall.wasm", imports: []string{"extism:host/env.input_length", "extism:host/env.input_load_u8", "extism:host/env.alloc", "extism:host/env.store_u8", "extism:host/env.length", "extism:host/env.output_set", "buddy:host/v1.log", "buddy:host/v1.fs_read", "buddy:host/v1.fs_write", "buddy:host/v1.http_get", "buddy:host/v1.http_request", "buddy:host/v1.env_get", "buddy:host/v1.kv_get", "buddy:host/v1.kv_set", "buddy:host/v1.kv_delete", "buddy:host/v1.memory_remember", "buddy:host/v1.memory_recall"}},
 	{file: "read_json.wasm", imports: append(env("input_length", "input_offset", "alloc", "output_set"),
 		"buddy:host/v1.kernel_read", "buddy:host/v1.kernel_write", "buddy:host/v1.fs_read_json")},
+	{file: "read_json_write.wasm", imports: append(env("input_length", "input_offset", "alloc", "output_set"),
+		"buddy:host/v1.kernel_read", "buddy:host/v1.kernel_write", "buddy:host/v1.fs_read_json", "buddy:host/v1.fs_write")},
 	{file: "leak.wasm", imports: []string{"extism:host/env.alloc", "extism:host/env.store_u64", "extism:host/env.load_u64", "extism:host/env.store_u8", "extism:host/env.output_set"}},
 	{file: "kernel_abi.wasm", imports: env("alloc", "free", "length", "length_unsafe", "load_u8", "load_u64", "store_u8", "store_u64",
 		"input_length", "input_offset", "input_load_u8", "input_load_u64", "output_set", "output_offset", "output_length",

@@ -21,7 +21,8 @@ func (in *input) JSONFields() []skillkit.Field {
 const prefix = `{"content":`
 
 // firstRoom is the room the first try leaves for the JSON string: a
-// larger file is read again into exactly the room the host asked for.
+// larger file is written again into exactly the room the host asked for
+// (from the same read: the host keeps it for the retry).
 const firstRoom = 16 << 10
 
 //go:wasmexport run
@@ -45,7 +46,7 @@ func run() int32 {
 				out = out[:len(prefix)+int(n)]
 				return skillkit.RawJSON(append(out, '}')), nil
 			}
-			room = n // the file is larger: read it again into the room it needs
+			room = n // the file is larger: ask again with the room it needs
 		}
 		return nil, skillkit.NewError(skillkit.KindUnavailable, in.Path+" kept growing while it was read")
 	})

@@ -8,7 +8,9 @@
 ;; the result's low 32 bits.
 ;; Exports: run (the path at 8), bad_path (the path at 0xFFFFFFF0, 16
 ;; bytes: outside the memory), long_path (the path at 8, 0x7FFFFFFF bytes
-;; long: over the path cap, and outside the memory).
+;; long: over the path cap, and outside the memory); retry (a first call
+;; with cap, then, as read_file does, another with the room the result
+;; asked for). read_json_write.wat is the same with fs_write.
 (module
   (import "extism:host/env" "input_length" (func $input_length (result i64)))
   (import "extism:host/env" "input_offset" (func $input_offset (result i64)))
@@ -21,11 +23,13 @@
 
   ;; call copies the input to 0, calls fs_read_json(path, path_len, buf, cap)
   ;; and outputs the result and the buffer.
-  (func $call (param $path i32) (param $path_len i32) (result i32)
+  ;; A room other than 0 replaces cap.
+  (func $call (param $path i32) (param $path_len i32) (param $room i32) (result i32)
     (local $r i64) (local $m i32) (local $buf i32) (local $out i64)
     (call $kernel_read (call $input_offset) (i32.const 0) (i32.wrap_i64 (call $input_length)))
     (local.set $buf (i32.load (i32.const 0)))
     (local.set $m (i32.load (i32.const 4)))
+    (if (local.get $room) (then (local.set $m (local.get $room))))
     (local.set $r (call $fs_read_json (local.get $path) (local.get $path_len) (local.get $buf) (local.get $m)))
     ;; m = min(n, cap)
     (if (i32.lt_u (i32.wrap_i64 (local.get $r)) (local.get $m))
@@ -37,7 +41,14 @@
     (call $output_set (local.get $out) (i64.add (i64.const 8) (i64.extend_i32_u (local.get $m))))
     (i32.const 0))
 
+  (func $path_len (result i32) (i32.sub (i32.wrap_i64 (call $input_length)) (i32.const 8)))
+  (func $first (result i64)
+    (call $kernel_read (call $input_offset) (i32.const 0) (i32.wrap_i64 (call $input_length)))
+    (call $fs_read_json (i32.const 8) (call $path_len) (i32.load (i32.const 0)) (i32.load (i32.const 4))))
+
   (func (export "run") (result i32)
-    (call $call (i32.const 8) (i32.sub (i32.wrap_i64 (call $input_length)) (i32.const 8))))
-  (func (export "bad_path") (result i32) (call $call (i32.const 0xFFFFFFF0) (i32.const 16)))
-  (func (export "long_path") (result i32) (call $call (i32.const 8) (i32.const 0x7FFFFFFF))))
+    (call $call (i32.const 8) (call $path_len) (i32.const 0)))
+  (func (export "bad_path") (result i32) (call $call (i32.const 0xFFFFFFF0) (i32.const 16) (i32.const 0)))
+  (func (export "long_path") (result i32) (call $call (i32.const 8) (i32.const 0x7FFFFFFF) (i32.const 0)))
+  (func (export "retry") (result i32)
+    (call $call (i32.const 8) (call $path_len) (i32.wrap_i64 (call $first)))))
