@@ -36,6 +36,11 @@ const (
 	// output_set replaces it, as it replaces it. Always linked; served by
 	// the runtime.
 	FnOutputWrite = "output_write"
+	// FnInputRead (dst i32, n i32) -> (): copies the first n bytes of the
+	// call's input (at most its length) into the guest's linear memory at
+	// dst, in one call and without input_offset. Always linked; served by
+	// the runtime.
+	FnInputRead = "input_read"
 	// FnFSRead (path i64) -> i64: payload = file bytes. Needs a read grant.
 	FnFSRead = "fs_read"
 	// FnFSReadJSON (path i32, path_len i32, buf i32, cap i32) -> i64: the

@@ -302,13 +302,7 @@ func (inst *instance) call(ctx context.Context, st *callState, fn string, input 
 	}
 	k := &st.k
 	k.Reset()
-	ptr := k.Alloc(uint64(len(input)))
-	if ptr == 0 && len(input) > 0 {
-		st.oom = true
-		return 1, nil, &MemoryError{Detail: fmt.Sprintf("kernel memory cannot hold the %d-byte input", len(input)), CapMB: st.m.manifest.Resources.MemoryMB}
-	}
-	k.Write(ptr, input)
-	k.input, k.inputLen = ptr, uint64(len(input))
+	k.setInput(input) // into kernel memory when the guest first touches it
 
 	f := inst.entry
 	if f == nil || fn != st.m.manifest.Entrypoint {
@@ -552,7 +546,7 @@ type callState struct {
 	// guestOut is the output output_write copied from the guest's memory
 	// (non-nil, possibly empty); output_set clears it: the last one wins.
 	guestOut []byte
-	stash    any // hostfns.Stasher: a host function's value for the call
+	stash    any      // hostfns.Stasher: a host function's value for the call
 	vars     varStore // Extism vars: this call's only
 	failure  error    // the first error the runtime ended the call with
 

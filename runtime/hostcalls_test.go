@@ -237,7 +237,8 @@ func TestHostcallsFixturesUpToDate(t *testing.T) {
 // kernel and the guest's own memory, and refuse every range outside either
 // (kernel_write, like store_u64, only inside a live block); output_write
 // outputs a range of the guest's memory, refuses one outside it, and it and
-// output_set replace each other.
+// output_set replace each other; input_read copies the input (where
+// input_set put it) and refuses more than it, or a range outside the guest.
 func TestGuestCopy(t *testing.T) {
 	rt := newRuntime(t, runtime.Options{Prepared: -1})
 	patterned := make([]byte, 60<<10)
@@ -265,6 +266,12 @@ func TestGuestCopy(t *testing.T) {
 		{"out_write_then_set", nil, []byte("kernel"), ""},
 		{"out_set_then_write", nil, []byte("guest"), ""},
 		{"out_write_empty", nil, []byte{}, ""},
+		{"in_read", []byte("hello, input"), []byte("hello, input"), ""},
+		{"in_read", patterned, patterned, ""},
+		{"in_read", []byte{}, []byte{}, ""},
+		{"in_read_over", []byte("abc"), nil, "input_read of 4 bytes: the input is 3"},
+		{"in_read_oob", []byte("0123456789abcdef"), nil, "outside the guest's memory"},
+		{"in_read_after_set", []byte("the input"), []byte("kernel"), ""},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d", c.entry, len(c.input)), func(t *testing.T) {

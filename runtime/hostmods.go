@@ -98,9 +98,13 @@ func (m *Module) kernelFunctions() []hostFunc {
 		if wrappedKernel[name] {
 			ns = hostfns.KernelNamespace
 		}
+		lazy := name == "input_length" // the only one that needs no kernel memory
 		return fn(ns, name, func(ctx context.Context, _ api.Module, stack []uint64) {
 			st := stateFrom(ctx)
 			st.pure(kernelNS, name)
+			if !lazy {
+				st.k.ready() // the input, into kernel memory (kernel.setInput)
+			}
 			body(st, stack)
 		}, s.params, s.results)
 	}
@@ -294,6 +298,25 @@ func (m *Module) kernelFunctions() []hostFunc {
 			}
 			copy(st.k.mem[dst:dst+uint64(n)], b)
 		}, guestCopySig.params, guestCopySig.results),
+		fn(hostfns.Namespace, hostfns.FnInputRead, func(ctx context.Context, mod api.Module, stack []uint64) {
+			st := stateFrom(ctx)
+			st.pure(hostfns.Namespace, hostfns.FnInputRead)
+			dst, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+			st.kernelCopy(n)
+			if uint64(n) > st.k.inputLen {
+				trap("input_read of %d bytes: the input is %d", n, st.k.inputLen)
+			}
+			if n == 0 {
+				return
+			}
+			b, ok := guestMemory(mod).Read(dst, n)
+			if !ok {
+				trap("input_read: guest range %#x+%d is outside the guest's memory", dst, n)
+			}
+			if !st.k.readInput(b) {
+				trap("input_read: the input block %#x+%d is outside kernel memory", st.k.input, n)
+			}
+		}, outputWriteSig.params, outputWriteSig.results),
 		fn(hostfns.Namespace, hostfns.FnOutputWrite, func(ctx context.Context, mod api.Module, stack []uint64) {
 			st := stateFrom(ctx)
 			st.pure(hostfns.Namespace, hostfns.FnOutputWrite)
@@ -330,7 +353,7 @@ func (m *Module) kernelFunctions() []hostFunc {
 // guestCopySig is the signature of kernel_read and kernel_write.
 var guestCopySig = sig{[]api.ValueType{i64, i32, i32}, nil}
 
-// outputWriteSig is the signature of output_write.
+// outputWriteSig is the signature of output_write and input_read.
 var outputWriteSig = sig{[]api.ValueType{i32, i32}, nil}
 
 // guestMemory is the calling module's memory; a module without one has

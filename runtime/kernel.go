@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sort"
 )
 
@@ -53,6 +54,12 @@ type kernel struct {
 	input, inputLen   uint64
 	output, outputLen uint64
 	errOff            uint64
+
+	// pending is the call's input until kernel memory is first touched:
+	// then it becomes the first block, where Extism puts it (kernelBase).
+	// A guest that takes its input with input_read and answers with
+	// output_write (skillkit's) never makes the kernel take memory.
+	pending []byte
 }
 
 // kblock is one allocation: [off, off+size) reserved, the first n in use.
@@ -97,6 +104,7 @@ func (k *kernel) shrink(n uint64) { k.mem = k.buf.truncate(n) }
 // Alloc allocates a block of n bytes, zeroed; 0 when n is 0 or the memory
 // cap is reached.
 func (k *kernel) Alloc(n uint64) uint64 {
+	k.ready()
 	if n == 0 {
 		return 0
 	}
@@ -139,6 +147,7 @@ func (k *kernel) find(off uint64) int {
 
 // Length is the length of the live block starting at off, else 0.
 func (k *kernel) Length(off uint64) uint64 {
+	k.ready()
 	if i := k.find(off); i >= 0 && !k.blocks[i].free {
 		return k.blocks[i].n
 	}
@@ -147,6 +156,7 @@ func (k *kernel) Length(off uint64) uint64 {
 
 // Free frees the live block starting at off; anything else is ignored.
 func (k *kernel) Free(off uint64) {
+	k.ready()
 	if i := k.find(off); i >= 0 && !k.blocks[i].free {
 		k.blocks[i].free = true
 		k.free++
@@ -159,10 +169,56 @@ func (k *kernel) Reset() {
 	k.blocks = k.blocks[:0]
 	k.free, k.last = 0, 0
 	k.input, k.inputLen, k.output, k.outputLen, k.errOff = 0, 0, 0, 0, 0
+	k.pending = nil
+}
+
+// setInput makes input the call's input, put into kernel memory when it is
+// first touched (ready). Reset comes first.
+func (k *kernel) setInput(input []byte) {
+	k.inputLen = uint64(len(input))
+	if len(input) > 0 {
+		k.pending = input
+	}
+}
+
+// ready puts a pending input into kernel memory, as the first block: every
+// kernel access starts with it, so that no guest sees the difference. The
+// input is at most a quarter of the memory cap (CallExport), so the first
+// block always fits.
+func (k *kernel) ready() {
+	if k.pending == nil {
+		return
+	}
+	in := k.pending
+	k.pending = nil
+	ptr := k.Alloc(uint64(len(in)))
+	if ptr == 0 {
+		panic(&TrapError{Reason: fmt.Sprintf("kernel memory cannot hold the %d-byte input", len(in))})
+	}
+	copy(k.mem[ptr:], in)
+	k.input = ptr
+}
+
+// readInput copies n bytes of the input into dst: from the pending input,
+// or from the input block (input_set may have moved it).
+func (k *kernel) readInput(dst []byte) bool {
+	if uint64(len(dst)) > k.inputLen {
+		return false
+	}
+	if k.pending != nil {
+		copy(dst, k.pending)
+		return true
+	}
+	b, ok := k.Read(k.input, uint64(len(dst)))
+	copy(dst, b)
+	return ok
 }
 
 // Read returns a view of the n bytes at off.
 func (k *kernel) Read(off, n uint64) ([]byte, bool) {
+	if n > 0 {
+		k.ready()
+	}
 	end := off + n
 	if end < off || end > uint64(len(k.mem)) {
 		return nil, false
@@ -172,6 +228,9 @@ func (k *kernel) Read(off, n uint64) ([]byte, bool) {
 
 // Write copies b to off.
 func (k *kernel) Write(off uint64, b []byte) bool {
+	if len(b) > 0 {
+		k.ready()
+	}
 	end := off + uint64(len(b))
 	if end < off || end > uint64(len(k.mem)) {
 		return false
@@ -184,6 +243,7 @@ func (k *kernel) Write(off uint64, b []byte) bool {
 // cap: past what blocks reach it reads as zeros (as the wasm kernel's
 // zeroed pages did), and past the cap a load traps.
 func (k *kernel) LoadU64(off uint64) (uint64, bool) {
+	k.ready()
 	if off > k.limit || k.limit-off < 8 {
 		return 0, false
 	}
@@ -199,6 +259,7 @@ func (k *kernel) LoadU64(off uint64) (uint64, bool) {
 
 // LoadU8 reads the byte at off (zero past what blocks reach).
 func (k *kernel) LoadU8(off uint64) (byte, bool) {
+	k.ready()
 	if off >= k.limit {
 		return 0, false
 	}
@@ -211,6 +272,7 @@ func (k *kernel) LoadU8(off uint64) (byte, bool) {
 // inBlock reports whether [off, off+n) lies inside the used part of one live
 // block: where a guest may store.
 func (k *kernel) inBlock(off, n uint64) bool {
+	k.ready()
 	if off+n < off {
 		return false
 	}

@@ -230,3 +230,57 @@ func TestKernelFreedTailReused(t *testing.T) {
 		t.Fatalf("length(b) = %d", k.Length(b))
 	}
 }
+
+// TestKernelLazyInput: the input stays out of kernel memory until the
+// kernel is touched, then becomes the first block, where Extism puts it;
+// input_read's copy needs no kernel memory at all.
+func TestKernelLazyInput(t *testing.T) {
+	pool := newMemoryPool(8 << 20)
+	touches := []struct {
+		name  string
+		touch func(k *kernel)
+	}{
+		{"alloc", func(k *kernel) { k.Alloc(5) }},
+		{"load_u64", func(k *kernel) { k.LoadU64(kernelBase) }},
+		{"load_u8", func(k *kernel) { k.LoadU8(kernelBase) }},
+		{"length", func(k *kernel) { k.Length(kernelBase) }},
+		{"read", func(k *kernel) { k.Read(kernelBase, 1) }},
+		{"store", func(k *kernel) { k.StoreU8(kernelBase, 'x') }},
+		{"free", func(k *kernel) { k.Free(kernelBase + 64) }},
+	}
+	for _, tt := range touches {
+		t.Run(tt.name, func(t *testing.T) {
+			var k kernel
+			k.init(pool, 1<<20)
+			defer k.release()
+			k.Reset()
+			k.setInput([]byte("the input"))
+			dst := make([]byte, 9)
+			if !k.readInput(dst) || string(dst) != "the input" || len(k.mem) != 0 || k.buf.buf != nil {
+				t.Fatalf("readInput: %q, kernel memory %d bytes (taken: %v)", dst, len(k.mem), k.buf.buf != nil)
+			}
+			if k.readInput(make([]byte, 10)) {
+				t.Fatal("readInput of more than the input")
+			}
+			tt.touch(&k)
+			if k.input != kernelBase || k.inputLen != 9 || k.Length(kernelBase) != 9 {
+				t.Fatalf("input at %d (%d bytes), block %d bytes; want at %d", k.input, k.inputLen, k.Length(kernelBase), kernelBase)
+			}
+			if b, _ := k.Read(kernelBase, 9); string(b) != "the input" && tt.name != "store" {
+				t.Fatalf("input block = %q", b)
+			}
+			if !k.readInput(dst) || (string(dst) != "the input" && tt.name != "store") {
+				t.Fatalf("readInput after: %q", dst)
+			}
+		})
+	}
+	// An empty input takes nothing, and the first block is the guest's.
+	var k kernel
+	k.init(pool, 1<<20)
+	defer k.release()
+	k.Reset()
+	k.setInput(nil)
+	if off := k.Alloc(4); off != kernelBase || k.input != 0 || k.inputLen != 0 {
+		t.Fatalf("first alloc at %d, input at %d (%d bytes)", off, k.input, k.inputLen)
+	}
+}

@@ -97,6 +97,7 @@ var capabilityOf = map[string]string{
 	hostfns.FnKernelRead:  "",
 	hostfns.FnKernelWrite: "",
 	hostfns.FnOutputWrite: "",
+	hostfns.FnInputRead:   "",
 	hostfns.FnFSRead:      "files_read",
 	hostfns.FnFSReadJSON:  "files_read",
 	hostfns.FnFSWrite:     "files_write",
@@ -630,7 +631,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		if ns == hostfns.Namespace && (fn == hostfns.FnKernelRead || fn == hostfns.FnKernelWrite) {
 			return guestCopySig, true // served by the runtime (hostmods.go)
 		}
-		if ns == hostfns.Namespace && fn == hostfns.FnOutputWrite {
+		if ns == hostfns.Namespace && (fn == hostfns.FnOutputWrite || fn == hostfns.FnInputRead) {
 			return outputWriteSig, true
 		}
 		for _, f := range funcs {

@@ -60,9 +60,6 @@ func hostSetError(msg string) { kernelErrorSet(storeBlock([]byte(msg))) }
 //go:wasmimport extism:host/env input_length
 func kernelInputLength() uint64
 
-//go:wasmimport extism:host/env input_offset
-func kernelInputOffset() uint64
-
 //go:wasmimport extism:host/env length
 func kernelLength(off uint64) uint64
 
@@ -84,12 +81,15 @@ func kernelWrite(dst uint64, src, n uint32)
 // addr is the address of b's first byte in the guest's linear memory.
 func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
 
-// hostInput reads the call's input.
+//go:wasmimport buddy:host/v1 input_read
+func inputRead(dst, n uint32)
+
+// hostInput reads the call's input, straight into the guest's memory.
 func hostInput() []byte {
 	n := kernelInputLength()
 	buf := make([]byte, n)
 	if n > 0 {
-		kernelRead(kernelInputOffset(), addr(buf), uint32(n))
+		inputRead(addr(buf), uint32(n))
 	}
 	return buf
 }

@@ -235,11 +235,12 @@ func endToEnd(t *testing.T, buddy, lang string) {
 	}
 	t.Logf("%s.wasm: %d bytes, imports %s", name, info.Size, strings.Join(info.Imports, " "))
 	for _, imp := range info.Imports {
-		// fs_read is what the skill uses; kernel_read, kernel_write and
-		// output_write are skillkit's transport (always linked, no
-		// capability).
+		// fs_read is what the skill uses; kernel_read, kernel_write,
+		// input_read and output_write are skillkit's transport (always
+		// linked, no capability).
 		switch imp {
-		case "buddy:host/v1.fs_read", "buddy:host/v1.kernel_read", "buddy:host/v1.kernel_write", "buddy:host/v1.output_write":
+		case "buddy:host/v1.fs_read", "buddy:host/v1.kernel_read", "buddy:host/v1.kernel_write",
+			"buddy:host/v1.input_read", "buddy:host/v1.output_write":
 			continue
 		}
 		if strings.HasPrefix(imp, "buddy:host/v1.") {

@@ -18,6 +18,12 @@
 ;;                     "kernel": output "kernel" (the last one wins)
 ;; out_set_then_write  the other way round: output "guest"
 ;; out_write_empty     output_write(0, 0) after output_set("kernel"): output ""
+;; in_read             input_read of the whole input to 1024, output_write of
+;;                     it: output = input
+;; in_read_over        input_read of one byte more than the input: trap
+;; in_read_oob         input_read(65530, 16): trap "outside the guest's memory"
+;; in_read_after_set   input_set to a block "kernel", then input_read of 6
+;;                     bytes: output "kernel"
 (module
   (import "extism:host/env" "input_length" (func $input_length (result i64)))
   (import "extism:host/env" "input_offset" (func $input_offset (result i64)))
@@ -27,6 +33,8 @@
   (import "buddy:host/v1" "kernel_read" (func $kread (param i64 i32 i32)))
   (import "buddy:host/v1" "kernel_write" (func $kwrite (param i64 i32 i32)))
   (import "buddy:host/v1" "output_write" (func $owrite (param i32 i32)))
+  (import "buddy:host/v1" "input_read" (func $iread (param i32 i32)))
+  (import "extism:host/env" "input_set" (func $input_set (param i64 i64)))
   (memory 1)
   (data (i32.const 256) "guest")
   (data (i32.const 512) "kernel")
@@ -101,5 +109,26 @@
   (func (export "out_write_empty") (result i32)
     (call $output_set (call $kernel_block) (i64.const 6))
     (call $owrite (i32.const 0) (i32.const 0))
+    (i32.const 0))
+
+  (func (export "in_read") (result i32)
+    (local $n i32)
+    (local.set $n (i32.wrap_i64 (call $input_length)))
+    (call $iread (i32.const 1024) (local.get $n))
+    (call $owrite (i32.const 1024) (local.get $n))
+    (i32.const 0))
+
+  (func (export "in_read_over") (result i32)
+    (call $iread (i32.const 1024) (i32.add (i32.wrap_i64 (call $input_length)) (i32.const 1)))
+    (i32.const 0))
+
+  (func (export "in_read_oob") (result i32)
+    (call $iread (i32.const 65530) (i32.const 16))
+    (i32.const 0))
+
+  (func (export "in_read_after_set") (result i32)
+    (call $input_set (call $kernel_block) (i64.const 6))
+    (call $iread (i32.const 1024) (i32.const 6))
+    (call $owrite (i32.const 1024) (i32.const 6))
     (i32.const 0))
 )
