@@ -266,10 +266,8 @@ func (m *Module) kernelFunctions() []hostFunc {
 	// like input_length) plus one unit per 64 bytes.
 	out = append(out,
 		fn(hostfns.Namespace, hostfns.FnKernelRead, func(ctx context.Context, mod api.Module, stack []uint64) {
-			st := stateFrom(ctx)
-			st.pure(hostfns.Namespace, hostfns.FnKernelRead)
 			src, dst, n := stack[0], api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
-			st.kernelCopy(n)
+			st := guestIO(ctx, hostfns.FnKernelRead, n)
 			if n == 0 {
 				return
 			}
@@ -282,10 +280,8 @@ func (m *Module) kernelFunctions() []hostFunc {
 			}
 		}, guestCopySig.params, guestCopySig.results),
 		fn(hostfns.Namespace, hostfns.FnKernelWrite, func(ctx context.Context, mod api.Module, stack []uint64) {
-			st := stateFrom(ctx)
-			st.pure(hostfns.Namespace, hostfns.FnKernelWrite)
 			dst, src, n := stack[0], api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
-			st.kernelCopy(n)
+			st := guestIO(ctx, hostfns.FnKernelWrite, n)
 			b, ok := guestMemory(mod).Read(src, n)
 			if !ok {
 				trap("kernel_write: guest range %#x+%d is outside the guest's memory", src, n)
@@ -299,10 +295,8 @@ func (m *Module) kernelFunctions() []hostFunc {
 			copy(st.k.mem[dst:dst+uint64(n)], b)
 		}, guestCopySig.params, guestCopySig.results),
 		fn(hostfns.Namespace, hostfns.FnInputRead, func(ctx context.Context, mod api.Module, stack []uint64) {
-			st := stateFrom(ctx)
-			st.pure(hostfns.Namespace, hostfns.FnInputRead)
 			dst, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
-			st.kernelCopy(n)
+			st := guestIO(ctx, hostfns.FnInputRead, n)
 			if uint64(n) > st.k.inputLen {
 				trap("input_read of %d bytes: the input is %d", n, st.k.inputLen)
 			}
@@ -318,10 +312,8 @@ func (m *Module) kernelFunctions() []hostFunc {
 			}
 		}, outputWriteSig.params, outputWriteSig.results),
 		fn(hostfns.Namespace, hostfns.FnOutputWrite, func(ctx context.Context, mod api.Module, stack []uint64) {
-			st := stateFrom(ctx)
-			st.pure(hostfns.Namespace, hostfns.FnOutputWrite)
 			src, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
-			st.kernelCopy(n)
+			st := guestIO(ctx, hostfns.FnOutputWrite, n)
 			if uint64(n) > maxOut {
 				panic(errs.New(ErrTooLarge, fmt.Sprintf("output of %d bytes is over the %d-byte cap", n, maxOut)))
 			}
@@ -363,6 +355,16 @@ func guestMemory(mod api.Module) api.Memory {
 		return mem
 	}
 	panic(&TrapError{Reason: "kernel_read/kernel_write: the module has no memory"})
+}
+
+// guestIO is the start of the runtime's functions that copy n bytes between
+// the guest's memory and the kernel, the input or the output: the call's
+// state, the snapshot rule, the deadline and the fuel.
+func guestIO(ctx context.Context, name string, n uint32) *callState {
+	st := stateFrom(ctx)
+	st.pure(hostfns.Namespace, name)
+	st.kernelCopy(n)
+	return st
 }
 
 // kernelCopy is the start of kernel_read and kernel_write.
