@@ -20,7 +20,7 @@ type privateTree struct {
 	home, data, ws string
 }
 
-func newPrivateTree(t *testing.T) privateTree {
+func newPrivateTree(t testing.TB) privateTree {
 	t.Helper()
 	home := t.TempDir()
 	data := filepath.Join(home, ".local", "share", "buddy")
@@ -228,4 +228,57 @@ func TestPrivateDirsGrants(t *testing.T) {
 	if _, err := Open([]string{other}, Options{PrivateDirs: []string{"relative"}}); !errors.Is(err, errs.ErrConfig) {
 		t.Errorf("a relative private directory: %v", err)
 	}
+}
+
+// FuzzPrivateDirs: whatever path a guest sends through a grant that holds
+// buddy's data directory, a read never returns what is in it (but its
+// workspace), and a write never changes or creates anything in it.
+func FuzzPrivateDirs(f *testing.F) {
+	p := newPrivateTree(f)
+	r, err := Open([]string{p.home}, p.options())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { r.Close() })
+	for _, s := range []string{
+		"notes.txt", ".local/share/buddy/token", "link/token", "tok", "cache/wazero/x", "link/workspace/w.txt",
+		"wslink/w.txt", ".local/share/buddy/cache/new/f", "link/sub/evil", "link/../link/token", "link//token",
+		"./link/./token", ".local/share/buddy/workspace/../token", "wslink/../token", p.home + "/link/buddy.db",
+	} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	state := func() string {
+		var b strings.Builder
+		filepath.WalkDir(p.data, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if rel, _ := filepath.Rel(p.data, path); rel == "workspace" {
+				return filepath.SkipDir
+			}
+			b.WriteString(path)
+			if !d.IsDir() {
+				content, _ := os.ReadFile(path)
+				b.Write(content)
+			}
+			b.WriteByte('\n')
+			return nil
+		})
+		return b.String()
+	}
+	before := state()
+	f.Fuzz(func(t *testing.T, path string, write bool) {
+		if write {
+			r.Write(context.Background(), path, []byte("planted"))
+			if after := state(); after != before {
+				t.Fatalf("Write(%q) changed the data directory:\n%s\nwas\n%s", path, after, before)
+			}
+			return
+		}
+		data, err := r.Read(context.Background(), path)
+		if err == nil && (string(data) == "t0ken" || string(data) == "db" || string(data) == "code") {
+			t.Fatalf("Read(%q) = %q: a file of the data directory", path, data)
+		}
+	})
 }
