@@ -34,12 +34,12 @@ func TestOwnFilesOutOfReach(t *testing.T) {
 	config, _ := os.ReadFile(cfg)
 	data := strings.TrimPrefix(s.dataDir(), s.dir+"/")
 	for _, c := range []struct{ path, says string }{
-		{data + "/token", "buddy's own data directory"},
+		{data + "/token", "buddy's own directories"},
 		{data + "/buddy.db", "private files"}, // named: it may live elsewhere
 		{data + "/buddy.db.audit-key", "private files"},
-		{"alias/token", "buddy's own data directory"},
+		{"alias/token", "buddy's own directories"},
 		{filepath.Join(s.dir, "alias", "buddy.db"), "private files"},
-		{"alias/cache/code", "buddy's own data directory"},
+		{"alias/cache/code", "buddy's own directories"},
 		{"buddy.toml", "private files"},
 	} {
 		r := s.run(t, "skill", "run", "read_file", "--input", `{"path":`+q(c.path)+`}`, "--config", cfg)
@@ -48,12 +48,13 @@ func TestOwnFilesOutOfReach(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ path, says string }{
-		{data + "/token", "buddy's own data directory"},
-		{data + "/planted", "buddy's own data directory"},
-		{data + "/cache/wazero/planted", "buddy's own data directory"},
-		{"alias/planted", "buddy's own data directory"},
-		{"alias/new/planted", "buddy's own data directory"},
+		{data + "/token", "buddy's own directories"},
+		{data + "/planted", "buddy's own directories"},
+		{data + "/cache/wazero/planted", "buddy's own directories"},
+		{"alias/planted", "buddy's own directories"},
+		{"alias/new/planted", "buddy's own directories"},
 		{"buddy.toml", "private files"},
+		{"config/buddy/buddy.toml", "buddy's own directories"}, // the next start's configuration
 	} {
 		r := s.run(t, "skill", "run", "write_file", "--input", `{"path":`+q(c.path)+`,"content":"planted"}`, "--config", cfg)
 		if d := r.fails(t, errs.KindForbidden); !strings.Contains(d, c.says) {
@@ -68,6 +69,9 @@ func TestOwnFilesOutOfReach(t *testing.T) {
 	if got, _ := os.ReadFile(token); string(got) != "t0ken-never-read\n" {
 		t.Errorf("the token was replaced: %q", got)
 	}
+	if _, err := os.Lstat(filepath.Join(s.configHome, "buddy")); !os.IsNotExist(err) {
+		t.Errorf("the configuration directory was created (%v)", err)
+	}
 	if got, _ := os.ReadFile(cfg); string(got) != string(config) {
 		t.Errorf("the configuration was replaced: %q", got)
 	}
@@ -78,7 +82,7 @@ func TestOwnFilesOutOfReach(t *testing.T) {
 
 	inside := write(t, filepath.Join(s.dir, "inside.toml"), "[skills.read_file]\nallowed_directories = ["+q(filepath.Join(s.dataDir(), "cache"))+"]\n")
 	r := s.run(t, "skill", "run", "read_file", "--input", `{"path":"x"}`, "--config", inside)
-	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "inside buddy's own data directory") {
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "inside buddy's own directories") {
 		t.Errorf("a grant inside the data directory: %s", r)
 	}
 }

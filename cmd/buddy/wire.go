@@ -260,14 +260,18 @@ func (e *env) newRegistry(ctx context.Context, cfg *config.Config) (*skills.Regi
 
 // hostDeps are what the skills' host functions use of buddy, and what of
 // buddy's own they never touch: no file grant reaches the data directory
-// (but its workspace), the SKILL.md skills, the secret store or the
-// configuration file, however it is worded.
+// (but its workspace), the SKILL.md skills, the secret store, the
+// configuration file or the directory buddy looks for one in, however it is
+// worded.
 func (e *env) hostDeps(cfg *config.Config) hostfns.Deps {
 	private := append(e.secrets.Files(), store.Files(cfg.Storage.Path)...)
 	if cfg.Path != "" {
 		private = append(private, cfg.Path)
 	}
 	dirs := []string{e.dataDir, cfg.Instructions.SkillsDir}
+	if f := config.UserFile(); f != "" {
+		dirs = append(dirs, filepath.Dir(f)) // a file planted there is the next start's configuration
+	}
 	return hostfns.Deps{KV: e.st, Memories: e.st, Secrets: e.secrets, Jobs: e.jobsDep(),
 		PrivateFiles: absPaths(private), PrivateDirs: absPaths(dirs), SharedDirs: absPaths([]string{filepath.Join(e.dataDir, workspaceDir)})}
 }

@@ -15,7 +15,8 @@ import (
 //
 // [Options.PrivateDirs] are directories no guest reads or writes anything
 // in, however its path gets there (buddy's data directory: its database,
-// token, keys, installed skills and compiled code), except in the
+// token, keys, installed skills and compiled code; the directory its
+// configuration is looked for in), except in the
 // [Options.Shared] directories inside them (buddy's workspace). A granted
 // directory inside one is refused at Open ([errs.ErrConfig]); a granted
 // directory that holds one (a home directory holding buddy's data directory)
@@ -31,7 +32,7 @@ import (
 // device and inode).
 
 // privateDirReason is why a guest may not touch a path in a private directory.
-const privateDirReason = "is in buddy's own data directory (its database, token, keys, skills and compiled code): no skill reads or writes there"
+const privateDirReason = "is in buddy's own directories (its data: database, token, keys, skills, compiled code; its configuration): no skill reads or writes there"
 
 // inPrivateDir reports whether the canonical path p is in a private
 // directory and not in a shared one inside it: the innermost of the
@@ -55,7 +56,7 @@ func (r *Roots) inPrivateDir(p string) bool {
 // directory, else whether it holds one (and so needs checking per call).
 func (r *Roots) guard(d *dir) (bool, error) {
 	if r.inPrivateDir(d.canonical) {
-		return false, errs.New(errs.ErrConfig, fmt.Sprintf("allowed directory %q is inside buddy's own data directory: no skill may be granted buddy's files (grant its workspace, or a directory elsewhere)", d.configured))
+		return false, errs.New(errs.ErrConfig, fmt.Sprintf("allowed directory %q is inside buddy's own directories (its data or its configuration): no skill may be granted buddy's files (grant its workspace, or a directory elsewhere)", d.configured))
 	}
 	for _, p := range r.privateDirs {
 		if _, ok := within(d.canonical, p); ok {

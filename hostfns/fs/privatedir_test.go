@@ -139,8 +139,8 @@ func TestPrivateDirs(t *testing.T) {
 			t.Errorf("Write(%q): %v", c.path, err)
 		}
 		if !c.ok {
-			if !errors.Is(err, errs.ErrForbidden) || !strings.Contains(err.Error(), "buddy's own data directory") {
-				t.Errorf("Write(%q): %v; want forbidden: buddy's own data directory", c.path, err)
+			if !errors.Is(err, errs.ErrForbidden) || !strings.Contains(err.Error(), "buddy's own directories") {
+				t.Errorf("Write(%q): %v; want forbidden: buddy's own directories", c.path, err)
 			}
 			if c.created != "" {
 				if _, err := os.Lstat(abs(c.created)); !errors.Is(err, os.ErrNotExist) {
@@ -183,7 +183,7 @@ func TestPrivateDirsGrants(t *testing.T) {
 			t.Errorf("Open(%s): %v, want %v", c.dir, err, c.err)
 		}
 		if err != nil {
-			if !strings.Contains(err.Error(), "inside buddy's own data directory") {
+			if !strings.Contains(err.Error(), "inside buddy's own directories") {
 				t.Errorf("Open(%s): %v, want it to say why", c.dir, err)
 			}
 			continue

@@ -533,22 +533,29 @@ func Find(flagPath string) (string, error) {
 		}
 		return explicit.path, nil
 	}
-	var candidates []string
-	xdg := os.Getenv("XDG_CONFIG_HOME")
-	if !filepath.IsAbs(xdg) {
-		if h, err := os.UserHomeDir(); err == nil {
-			xdg = filepath.Join(h, ".config")
-		}
-	}
-	if xdg != "" {
-		candidates = append(candidates, filepath.Join(xdg, "buddy", "buddy.toml"))
-	}
-	for _, p := range candidates {
+	if p := UserFile(); p != "" {
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil
 		}
 	}
 	return "", nil
+}
+
+// UserFile is the implicit place of the configuration file,
+// $XDG_CONFIG_HOME/buddy/buddy.toml (~/.config when unset), whether or not
+// a file is there; "" when there is no home to put it in. What is written
+// there decides what skills may do at the next start: no skill may write
+// in its directory (hostfns.Deps.PrivateDirs).
+func UserFile() string {
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(xdg) {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		xdg = filepath.Join(h, ".config")
+	}
+	return filepath.Join(xdg, "buddy", "buddy.toml")
 }
 
 // LocalFile is the buddy.toml of the current directory, which Find does not
