@@ -274,6 +274,11 @@ func (m *Module) newInstance(ctx context.Context, restore bool) (*instance, erro
 	// The guest runtime's initializer, as go-sdk detects it: Haskell's
 	// hs_init (after a reactor's _initialize); else, with WASI, a reactor's
 	// _initialize or a command's constructors, when they take no parameters.
+	// A restored instance never runs one: no lookup (wazero builds a call
+	// engine, with a 10 KiB stack, for every export it is asked for).
+	if inst.restored {
+		return inst, nil
+	}
 	if f := mod.ExportedFunction("hs_init"); f != nil {
 		inst.hsInit = f
 		inst.init = mod.ExportedFunction("_initialize")
