@@ -521,14 +521,15 @@ func (s *Set) fsReadJSON(ctx context.Context, _ Kernel, mem api.Memory, stack []
 	path := string(p) // a copy: buf may overlap it
 	c.Charge(int64(pathLen >> hostByteShift))
 	var stash *any
+	var data []byte
 	if st, ok := c.(Stasher); ok {
 		stash = st.Stash()
+		if prev, ok := (*stash).(stashedRead); ok && prev.set == s && prev.path == path {
+			data = prev.data // the guest's retry with more room: the same file, not read twice
+			*stash = nil
+		}
 	}
-	var data []byte
-	if prev, ok := (*nilSafe(stash)).(stashedRead); ok && prev.set == s && prev.path == path {
-		data = prev.data // the guest's retry with more room: the same file, not read twice
-		*stash = nil
-	} else {
+	if data == nil {
 		var err error
 		if data, err = s.read.Read(ctx, path); err != nil {
 			guestFail(ctx, buf, stack, err)
@@ -552,14 +553,6 @@ func (s *Set) fsReadJSON(ctx context.Context, _ Kernel, mem api.Memory, stack []
 		*stash = stashedRead{set: s, path: path, data: data}
 	}
 	stack[0] = uint64(n)
-}
-
-// nilSafe is p, or a pointer to a nil value when p is nil.
-func nilSafe(p *any) *any {
-	if p == nil {
-		return new(any)
-	}
-	return p
 }
 
 // quote quotes a guest path for a message, cut as hostfns/fs cuts it.

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -362,7 +361,7 @@ func (inst *instance) call(ctx context.Context, st *callState, fn string, input 
 	if !ok {
 		out = nil // as go-sdk: an output outside kernel memory reads as empty
 	}
-	return rc, bytes.Clone(out), returnErr
+	return rc, append([]byte{}, out...), returnErr
 }
 
 // initialize runs the guest runtime's initializer, as go-sdk does: for

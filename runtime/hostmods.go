@@ -310,7 +310,7 @@ func (m *Module) kernelFunctions() []hostFunc {
 			if !st.k.readInput(b) {
 				trap("input_read: the input block %#x+%d is outside kernel memory", st.k.input, n)
 			}
-		}, outputWriteSig.params, outputWriteSig.results),
+		}, guestRangeSig.params, guestRangeSig.results),
 		fn(hostfns.Namespace, hostfns.FnOutputWrite, func(ctx context.Context, mod api.Module, stack []uint64) {
 			src, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 			st := guestIO(ctx, hostfns.FnOutputWrite, n)
@@ -323,7 +323,7 @@ func (m *Module) kernelFunctions() []hostFunc {
 			}
 			st.guestOut = append(make([]byte, 0, n), b...)
 			st.k.output, st.k.outputLen = 0, uint64(n)
-		}, outputWriteSig.params, outputWriteSig.results),
+		}, guestRangeSig.params, guestRangeSig.results),
 	)
 	for name, level := range map[string]Level{"log_trace": LevelTrace, "log_debug": LevelDebug,
 		"log_info": LevelInfo, "log_warn": LevelWarn, "log_error": LevelError} {
@@ -345,8 +345,9 @@ func (m *Module) kernelFunctions() []hostFunc {
 // guestCopySig is the signature of kernel_read and kernel_write.
 var guestCopySig = sig{[]api.ValueType{i64, i32, i32}, nil}
 
-// outputWriteSig is the signature of output_write and input_read.
-var outputWriteSig = sig{[]api.ValueType{i32, i32}, nil}
+// guestRangeSig is the signature of output_write and input_read: a range
+// of the guest's memory.
+var guestRangeSig = sig{[]api.ValueType{i32, i32}, nil}
 
 // guestMemory is the calling module's memory; a module without one has
 // nothing to copy to or from.

@@ -632,7 +632,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 			return guestCopySig, true // served by the runtime (hostmods.go)
 		}
 		if ns == hostfns.Namespace && (fn == hostfns.FnOutputWrite || fn == hostfns.FnInputRead) {
-			return outputWriteSig, true
+			return guestRangeSig, true
 		}
 		for _, f := range funcs {
 			if f.Namespace == ns && f.Name == fn {
