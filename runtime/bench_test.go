@@ -155,14 +155,17 @@ func BenchmarkFuelOverhead(b *testing.B) {
 // BenchmarkCallLatency: one call of a trivial echo plugin, never reusing an
 // instance.
 //   - buddy/idle: the runtime is idle (its prepared instances are ready), the
-//     latency a caller sees;
+//     latency a caller sees; the call's clean-up on a goroutine it starts;
+//   - buddy/idle-afteruse: likewise, the clean-up run by the caller after
+//     the answer (AfterUse, as the server's invoke does);
 //   - buddy/serial and buddy/parallel: back-to-back calls from 1 and 2
 //     goroutines (throughput: each call still instantiates a fresh instance,
 //     ahead of demand or not);
 //   - gosdk-naive: Extism go-sdk used naively, Instance + Call + Close;
 //   - wazero-floor: an import-free module instantiated, called and closed on
 //     bare wazero: what a fresh instance costs before anything Extism does;
-//   - ratio: idle buddy, the wazero floor and naive go-sdk interleaved call
+//   - ratio: idle buddy (as the server calls it: AfterUse), the wazero
+//     floor and naive go-sdk interleaved call
 //     by call; reports buddy/floor and naive/buddy (ratios of medians), and
 //     read_file of 4 KiB against the echo (readfile/echo), and the same read
 //     by the host function's own code outside the sandbox (nativeread-µs):
@@ -177,30 +180,43 @@ func BenchmarkCallLatency(b *testing.B) {
 	wasm := benchFixture(b, "echo.wasm")
 	input := []byte(`{"path":"notes/today.txt"}`)
 
-	b.Run("buddy/idle", func(b *testing.B) {
-		rt, err := New(ctx, Options{Prepared: 2})
-		if err != nil {
-			b.Fatal(err)
+	for _, afterUse := range []bool{false, true} {
+		name := "buddy/idle"
+		if afterUse {
+			name = "buddy/idle-afteruse"
 		}
-		defer rt.Close(ctx)
-		mod, err := rt.Load(ctx, wasm, Spec{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		mod.refill()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			mod.calls.Wait() // the previous call's clean-up is done
-			waitReady(mod)
-			b.StartTimer()
-			res, err := mod.Call(ctx, input)
-			if err != nil || !bytes.Equal(res.Output, input) {
+		b.Run(name, func(b *testing.B) {
+			rt, err := New(ctx, Options{Prepared: 2})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
+			defer rt.Close(ctx)
+			mod, err := rt.Load(ctx, wasm, Spec{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			mod.refill()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				mod.calls.Wait() // the previous call's clean-up is done
+				waitReady(mod)
+				cctx, cleanUp := ctx, func() {}
+				if afterUse {
+					cctx, cleanUp = AfterUse(ctx)
+				}
+				b.StartTimer()
+				res, err := mod.Call(cctx, input)
+				if err != nil || !bytes.Equal(res.Output, input) {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				cleanUp()
+				b.StartTimer()
+			}
+		})
+	}
 	for _, par := range []int{1, 2} {
 		name := "buddy/serial"
 		if par > 1 {
@@ -310,20 +326,24 @@ func BenchmarkCallLatency(b *testing.B) {
 				floor = append(floor, time.Since(start))
 			}
 
-			// buddy as a caller sees it on an idle runtime: its prepared
-			// instances ready, and the previous call's clean-up (closing,
-			// zeroing, preparing the next) done before the next path is
-			// timed, so that it does not run on another's clock. (The timer
-			// keeps running: ns/op of this sub-benchmark means nothing, and
-			// StopTimer's memory statistics stop the world.)
+			// buddy as the server calls it on an idle runtime: its prepared
+			// instances ready, and the call's clean-up (closing, zeroing,
+			// preparing the next) run by the caller once it has the answer
+			// (AfterUse, as the server's invoke does after sending it), before
+			// the next path is timed, so that it does not run on another's
+			// clock. (The timer keeps running: ns/op of this sub-benchmark
+			// means nothing, and StopTimer's memory statistics stop the
+			// world.)
 			echo := func() {
 				waitReady(mod)
+				cctx, cleanUp := AfterUse(ctx)
 				start := time.Now()
-				res, err := mod.Call(ctx, input)
+				res, err := mod.Call(cctx, input)
 				buddy = append(buddy, time.Since(start))
 				if err != nil || !bytes.Equal(res.Output, input) {
 					b.Fatal(err)
 				}
+				cleanUp()
 				mod.calls.Wait()
 				waitReady(mod)
 			}
@@ -331,24 +351,28 @@ func BenchmarkCallLatency(b *testing.B) {
 			// discipline as the echo call.
 			read := func() {
 				waitReady(rf)
+				cctx, cleanUp := AfterUse(ctx)
 				start := time.Now()
-				res, err := rf.Call(ctx, rfInput)
+				res, err := rf.Call(cctx, rfInput)
 				readFile = append(readFile, time.Since(start))
 				if err != nil || len(res.Output) < 4096 {
 					b.Fatal(err)
 				}
+				cleanUp()
 				rf.calls.Wait()
 				waitReady(rf)
 			}
 			// A built-in's trivial call (TinyGo, skillkit), likewise.
 			tinygoCall := func() {
 				waitReady(noop)
+				cctx, cleanUp := AfterUse(ctx)
 				start := time.Now()
-				res, err := noop.Call(ctx, noopInput)
+				res, err := noop.Call(cctx, noopInput)
 				tinygo = append(tinygo, time.Since(start))
 				if err != nil || !bytes.Equal(res.Output, noopOutput) {
 					b.Fatal(err)
 				}
+				cleanUp()
 				noop.calls.Wait()
 				waitReady(noop)
 			}

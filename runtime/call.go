@@ -67,6 +67,12 @@ func (m *Module) Call(ctx context.Context, input []byte) (*Result, error) {
 // CallExport runs the exported function fn with input in a fresh instance,
 // under the manifest's fuel budget, deadline and memory cap.
 func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Result, error) {
+	// Under AfterUse, an earlier call's clean-up the caller has not run yet
+	// runs now: one context holds at most one call's slot.
+	after := cleanupsFrom(ctx)
+	if after != nil {
+		after.run(false)
+	}
 	start := time.Now()
 	if m.closed.Load() {
 		return nil, fmt.Errorf("%w: skill %s is unloaded", ErrInternal, m.name)
@@ -123,11 +129,12 @@ func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Resu
 		inst.rand.st = st // random_get checks this call's deadline as it fills
 		if inline {
 			// The instance is closed (its memory and the kernel's zeroed)
-			// after the caller has its answer, off its clock, by the
-			// goroutine that then prepares the next instances; the call's
-			// slot is held until then, so that closing memory counts
-			// against MaxConcurrent as running calls do.
-			defer m.retire(inst, st, release)
+			// after the caller has its answer, off its clock: by the caller
+			// once it has used the answer (AfterUse), else by a goroutine;
+			// either then prepares the next instances. The call's slot is
+			// held until then, so that closing memory counts against
+			// MaxConcurrent as running calls do.
+			defer m.retire(inst, st, release, after)
 		} else {
 			defer release()
 			defer inst.close(context.WithoutCancel(ctx), st)
@@ -427,17 +434,21 @@ func (m *Module) refill() {
 	go m.fill()
 }
 
-// retire closes a called instance and releases its call's slot in the
-// background, then tops up the prepared instances on the same goroutine: a
-// call starts one goroutine, not two.
-func (m *Module) retire(inst *instance, st *callState, release func()) {
-	go func() {
+// retire closes a called instance and releases its call's slot, then tops up
+// the prepared instances: when the caller runs it (AfterUse), else in the
+// background, on one goroutine (a call starts one goroutine, not two).
+func (m *Module) retire(inst *instance, st *callState, release func(), after *cleanups) {
+	cleanup := func() {
 		inst.close(context.Background(), st)
 		release()
 		if m.startFill() {
 			m.fill()
 		}
-	}()
+	}
+	if after != nil && after.add(cleanup) {
+		return
+	}
+	go cleanup()
 }
 
 // startFill claims the filler's role; fill must follow when it reports true.

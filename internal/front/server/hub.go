@@ -12,6 +12,7 @@ import (
 	"github.com/buddy-run/buddy/internal/base/errs"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/store"
+	"github.com/buddy-run/buddy/runtime"
 )
 
 // conv is the live state of a conversation: who watches it, its calls in
@@ -200,6 +201,11 @@ func (s *Server) startCall(call catalog.Call, x Prepared, done func()) error {
 		release := s.starts.acquire(callCtx)
 		defer release()
 		ctx, answered := withAnswered(withStarted(store.Finishing(callCtx), release))
+		// The skill's sandbox is closed and the next one prepared here,
+		// once the result is out, rather than by a goroutine the call
+		// would wake on its way back (runtime.AfterUse).
+		ctx, cleanUp := runtime.AfterUse(ctx)
+		defer cleanUp()
 		s.runCall(ctx, call, x, answered)
 	}()
 	return nil
