@@ -70,3 +70,35 @@ func BenchmarkWriteJSONText(b *testing.B) {
 		writeJSONText(dst, s)
 	}
 }
+
+// TestPlainRunEveryByte: every byte value at every offset of a 100-byte
+// plain string (so in each 32-byte block, the tail and both scans): plainRun
+// never runs past a byte that needs escaping or checking, nor stops short of
+// one by more than a word, and writeJSONText matches encoding/json.
+func TestPlainRunEveryByte(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && jsonEscapes[c] == 0 }
+	base := bytes.Repeat([]byte("abcdefghij"), 10)
+	for c := range 256 {
+		for at := range len(base) {
+			s := bytes.Clone(base)
+			s[at] = byte(c)
+			first := len(s)
+			if !plain(byte(c)) {
+				first = at
+			}
+			if j := plainRun(s, 0); j > first || j < first-7 && first < len(s)-len(s)%8 {
+				t.Fatalf("byte %#x at %d: plainRun stopped at %d, first non-plain byte at %d", c, at, j, first)
+			}
+			if useAVX2 {
+				want := min(first, len(s)-len(s)%32)
+				if first < len(s)-len(s)%32 {
+					want = first
+				}
+				if j := plainRunAVX2(s); j != want {
+					t.Fatalf("byte %#x at %d: plainRunAVX2 = %d, want %d", c, at, j, want)
+				}
+			}
+			checkJSONText(t, s)
+		}
+	}
+}

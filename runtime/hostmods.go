@@ -321,7 +321,9 @@ func (m *Module) kernelFunctions() []hostFunc {
 			if !ok {
 				trap("output_write: guest range %#x+%d is outside the guest's memory", src, n)
 			}
-			st.guestOut = append(make([]byte, 0, n), b...)
+			out := make([]byte, n) // make then copy: not zeroed first
+			copy(out, b)
+			st.guestOut = out
 			st.k.output, st.k.outputLen = 0, uint64(n)
 		}, guestRangeSig.params, guestRangeSig.results),
 	)
