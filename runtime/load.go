@@ -560,7 +560,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, m *Manifest) error {
 	cctx := withHostCallListeners(ctx)
 	rt := wazero.NewRuntimeWithConfig(cctx, r.runtimeConfig(m.Resources.MaxPages()))
 	defer rt.Close(context.WithoutCancel(ctx))
-	cm, err := rt.CompileModule(compileContext(cctx), code)
+	cm, err := r.compileTurn(compileContext(cctx), rt, code)
 	if err != nil {
 		return &ModuleError{Detail: "compiling", Err: err}
 	}
@@ -570,6 +570,21 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, m *Manifest) error {
 		return cm.Close(context.WithoutCancel(ctx))
 	}
 	return nil
+}
+
+// compileTurn compiles code in rt (a skill's own runtime, on the shared
+// cache). Compiles of the same code take turns: wazero's engine, which every
+// runtime on the cache shares, makes a freshly compiled module visible to the
+// others before it has set the module's listener trampolines (v1.12.0,
+// wazevo engine.CompileModule), and an instance made from it in between
+// panicked (TestConcurrentLoadsOfOneModule; -race reports the write). The
+// second compile finds the first's module complete.
+func (r *Runtime) compileTurn(ctx context.Context, rt wazero.Runtime, code []byte) (wazero.CompiledModule, error) {
+	h := sha256.Sum256(code)
+	mu := &r.compiling[int(h[0])%len(r.compiling)]
+	mu.Lock()
+	defer mu.Unlock()
+	return rt.CompileModule(ctx, code)
 }
 
 // Spec says what to load.
@@ -671,7 +686,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		rt.Close(ctx)
 		return nil, &ModuleError{Detail: "linking " + name, Err: err}
 	}
-	cm, err := rt.CompileModule(compileContext(cctx), code)
+	cm, err := r.compileTurn(compileContext(cctx), rt, code)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, &ModuleError{Detail: "compiling " + name, Err: err}

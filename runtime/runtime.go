@@ -139,9 +139,12 @@ type Runtime struct {
 
 	// life is held shared by Load while it compiles and exclusively by Close,
 	// so that nothing compiles against a closed cache.
-	life       sync.RWMutex
-	mu         sync.Mutex
-	modules    map[*Module]struct{}
+	life    sync.RWMutex
+	mu      sync.Mutex
+	modules map[*Module]struct{}
+	// compiling: compiles of the same code take turns (compileTurn),
+	// one lock per 1/16th of the code hashes.
+	compiling  [16]sync.Mutex
 	instrCache map[[sha256.Size]byte][]byte // in-memory instrumented modules
 	closed     bool
 	workers    int
