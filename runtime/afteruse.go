@@ -2,7 +2,8 @@ package runtime
 
 import (
 	"context"
-	"sync"
+
+	"github.com/buddy-run/buddy/internal/base/later"
 )
 
 // AfterUse returns a context under which a call leaves its clean-up — closing
@@ -22,47 +23,8 @@ import (
 // background, as without AfterUse; a call made while an earlier one's clean-up
 // is still pending runs that first, so that one context never holds more than
 // one call's slot. Calls that run on a worker goroutine (a module linked with
-// Options.ExtraHostFunctions) clean up there, as always.
+// Options.ExtraHostFunctions) clean up there, as always. (Front ends, which
+// must not reach the runtime, use internal/base/later directly: this is it.)
 func AfterUse(ctx context.Context) (_ context.Context, done func()) {
-	c := &cleanups{}
-	return context.WithValue(ctx, cleanupsKey{}, c), c.done
+	return later.With(ctx)
 }
-
-type cleanupsKey struct{}
-
-// cleanups holds the clean-ups of calls made under one AfterUse context.
-type cleanups struct {
-	mu      sync.Mutex
-	pending []func()
-	closed  bool // done has run: later calls clean up in the background
-}
-
-func cleanupsFrom(ctx context.Context) *cleanups {
-	c, _ := ctx.Value(cleanupsKey{}).(*cleanups)
-	return c
-}
-
-// add keeps fn for done; false once done has run.
-func (c *cleanups) add(fn func()) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.pending = append(c.pending, fn)
-	return true
-}
-
-// run runs the pending clean-ups; with last, later ones are refused.
-func (c *cleanups) run(last bool) {
-	c.mu.Lock()
-	fns := c.pending
-	c.pending = nil
-	c.closed = c.closed || last
-	c.mu.Unlock()
-	for _, fn := range fns {
-		fn()
-	}
-}
-
-func (c *cleanups) done() { c.run(true) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/buddy-run/buddy/hostfns"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/later"
 )
 
 // Module is a compiled skill. Call is safe for concurrent use; every call runs
@@ -69,9 +70,9 @@ func (m *Module) Call(ctx context.Context, input []byte) (*Result, error) {
 func (m *Module) CallExport(ctx context.Context, fn string, input []byte) (*Result, error) {
 	// Under AfterUse, an earlier call's clean-up the caller has not run yet
 	// runs now: one context holds at most one call's slot.
-	after := cleanupsFrom(ctx)
+	after := later.From(ctx)
 	if after != nil {
-		after.run(false)
+		after.RunPending()
 	}
 	start := time.Now()
 	if m.closed.Load() {
@@ -437,7 +438,7 @@ func (m *Module) refill() {
 // retire closes a called instance and releases its call's slot, then tops up
 // the prepared instances: when the caller runs it (AfterUse), else in the
 // background, on one goroutine (a call starts one goroutine, not two).
-func (m *Module) retire(inst *instance, st *callState, release func(), after *cleanups) {
+func (m *Module) retire(inst *instance, st *callState, release func(), after *later.Cleanups) {
 	cleanup := func() {
 		inst.close(context.Background(), st)
 		release()
@@ -445,7 +446,7 @@ func (m *Module) retire(inst *instance, st *callState, release func(), after *cl
 			m.fill()
 		}
 	}
-	if after != nil && after.add(cleanup) {
+	if after != nil && after.Add(cleanup) {
 		return
 	}
 	go cleanup()

@@ -10,9 +10,9 @@ import (
 
 	"github.com/buddy-run/buddy/internal/approval"
 	"github.com/buddy-run/buddy/internal/base/errs"
+	"github.com/buddy-run/buddy/internal/base/later"
 	"github.com/buddy-run/buddy/internal/catalog"
 	"github.com/buddy-run/buddy/internal/store"
-	"github.com/buddy-run/buddy/runtime"
 )
 
 // conv is the live state of a conversation: who watches it, its calls in
@@ -204,7 +204,7 @@ func (s *Server) startCall(call catalog.Call, x Prepared, done func()) error {
 		// The skill's sandbox is closed and the next one prepared here,
 		// once the result is out, rather than by a goroutine the call
 		// would wake on its way back (runtime.AfterUse).
-		ctx, cleanUp := runtime.AfterUse(ctx)
+		ctx, cleanUp := later.With(ctx)
 		defer cleanUp()
 		s.runCall(ctx, call, x, answered)
 	}()
