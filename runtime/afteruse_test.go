@@ -55,7 +55,7 @@ func TestAfterUse(t *testing.T) {
 			if n := len(rt.sem); n != 1 {
 				t.Fatalf("%d slots held before done, want 1", n)
 			}
-			if n := len(mod.ready); n != 1 {
+			if n := mod.ready.len(); n != 1 {
 				t.Fatalf("%d prepared instances before done, want 1 (2 less the one used)", n)
 			}
 			// A second call under the same context: the pending clean-up
@@ -76,7 +76,7 @@ func TestAfterUse(t *testing.T) {
 				t.Fatalf("%d slots held after done, want 0", n)
 			}
 			waitReady(mod)
-			if n := len(mod.ready); n != 2 {
+			if n := mod.ready.len(); n != 2 {
 				t.Fatalf("%d prepared instances after done, want 2", n)
 			}
 			// After done, a call under the context cleans up by itself.

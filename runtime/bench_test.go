@@ -523,7 +523,7 @@ func loadReadFile(b *testing.B, rt *Runtime) (mod *Module, input []byte, dir str
 // waitReady waits until the module's prepared instances are all there.
 func waitReady(m *Module) {
 	deadline := time.Now().Add(10 * time.Second)
-	for len(m.ready) < cap(m.ready) && time.Now().Before(deadline) {
+	for m.ready.len() < m.ready.cap() && time.Now().Before(deadline) {
 		m.refill()
 		time.Sleep(200 * time.Microsecond)
 	}

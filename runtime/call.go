@@ -37,7 +37,7 @@ type Module struct {
 	snap    *snapshot
 	snapWhy string
 
-	ready     chan *instance // fresh, never-called instances
+	ready     *readyStack // fresh, never-called instances
 	filling   atomic.Bool
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -234,10 +234,8 @@ func (m *Module) instance(ctx context.Context, fn string) (*instance, error) {
 	if m.snap != nil && (fn == "_start" || fn == "_initialize") {
 		return m.newInstance(ctx, false)
 	}
-	select {
-	case p := <-m.ready:
+	if p := m.ready.take(); p != nil {
 		return p, nil
-	default:
 	}
 	return m.newInstance(ctx, true)
 }
@@ -454,7 +452,7 @@ func (m *Module) retire(inst *instance, st *callState, release func(), after *la
 
 // startFill claims the filler's role; fill must follow when it reports true.
 func (m *Module) startFill() bool {
-	if cap(m.ready) == 0 || m.closed.Load() || !m.filling.CompareAndSwap(false, true) {
+	if m.ready.cap() == 0 || m.closed.Load() || !m.filling.CompareAndSwap(false, true) {
 		return false
 	}
 	r := m.r
@@ -473,14 +471,12 @@ func (m *Module) fill() {
 	r := m.r
 	defer r.wg.Done()
 	defer m.filling.Store(false)
-	for len(m.ready) < cap(m.ready) && !m.closed.Load() {
+	for m.ready.len() < m.ready.cap() && !m.closed.Load() {
 		p, err := m.newInstance(r.ctx, true)
 		if err != nil {
 			return
 		}
-		select {
-		case m.ready <- p:
-		default:
+		if !m.ready.put(p) {
 			p.close(r.ctx, nil)
 			return
 		}
@@ -519,14 +515,8 @@ func (m *Module) Close(ctx context.Context) error {
 		for m.filling.Load() {
 			time.Sleep(time.Millisecond)
 		}
-		for {
-			select {
-			case inst := <-m.ready:
-				inst.close(ctx, nil)
-				continue
-			default:
-			}
-			break
+		for inst := m.ready.take(); inst != nil; inst = m.ready.take() {
+			inst.close(ctx, nil)
 		}
 		err = m.rt.Close(ctx)
 	})

@@ -675,7 +675,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		name:     name,
 		manifest: m,
 		info:     newInfo(wasm, fi),
-		ready:    make(chan *instance, max(r.opts.Prepared, 0)),
+		ready:    newReadyStack(r.opts.Prepared),
 	}
 	// The skill's own wazero runtime: its memory cap applies to every
 	// instance, and its host modules link only what the skill was granted.
