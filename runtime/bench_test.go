@@ -211,9 +211,11 @@ func BenchmarkCallLatency(b *testing.B) {
 				if err != nil || !bytes.Equal(res.Output, input) {
 					b.Fatal(err)
 				}
-				b.StopTimer()
-				cleanUp()
-				b.StartTimer()
+				if afterUse {
+					b.StopTimer()
+					cleanUp()
+					b.StartTimer()
+				}
 			}
 		})
 	}
