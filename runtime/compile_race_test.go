@@ -13,7 +13,7 @@ import (
 // module that calls. wazero's engine, shared by every skill's runtime through
 // the cache, publishes a freshly compiled module to the others before it has
 // set its listener trampolines; an instance made from it in between panicked
-// (and -race reports the write). compileTurn makes them take turns.
+// (and -race reports the write). compileOne makes them take turns.
 func TestConcurrentLoadsOfOneModule(t *testing.T) {
 	for _, name := range []string{"echo.wasm", "skillkit_noop.wasm"} {
 		t.Run(name, func(t *testing.T) {

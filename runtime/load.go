@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -560,7 +561,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, m *Manifest) error {
 	cctx := withHostCallListeners(ctx)
 	rt := wazero.NewRuntimeWithConfig(cctx, r.runtimeConfig(m.Resources.MaxPages()))
 	defer rt.Close(context.WithoutCancel(ctx))
-	cm, err := r.compileTurn(compileContext(cctx), rt, code)
+	cm, err := r.compileOne(compileContext(cctx), rt, code)
 	if err != nil {
 		return &ModuleError{Detail: "compiling", Err: err}
 	}
@@ -572,19 +573,44 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, m *Manifest) error {
 	return nil
 }
 
-// compileTurn compiles code in rt (a skill's own runtime, on the shared
+// compileOne compiles code in rt (a skill's own runtime, on the shared
 // cache). Compiles of the same code take turns: wazero's engine, which every
 // runtime on the cache shares, makes a freshly compiled module visible to the
 // others before it has set the module's listener trampolines (v1.12.0,
 // wazevo engine.CompileModule), and an instance made from it in between
 // panicked (TestConcurrentLoadsOfOneModule; -race reports the write). The
-// second compile finds the first's module complete.
-func (r *Runtime) compileTurn(ctx context.Context, rt wazero.Runtime, code []byte) (wazero.CompiledModule, error) {
+// second compile finds the first's module complete. Different code never
+// waits.
+func (r *Runtime) compileOne(ctx context.Context, rt wazero.Runtime, code []byte) (wazero.CompiledModule, error) {
 	h := sha256.Sum256(code)
-	mu := &r.compiling[int(h[0])%len(r.compiling)]
-	mu.Lock()
-	defer mu.Unlock()
+	r.turnsMu.Lock()
+	t := r.turns[h]
+	if t == nil {
+		if r.turns == nil {
+			r.turns = map[[sha256.Size]byte]*compileTurn{}
+		}
+		t = &compileTurn{}
+		r.turns[h] = t
+	}
+	t.waiting++
+	r.turnsMu.Unlock()
+	t.mu.Lock()
+	defer func() {
+		t.mu.Unlock()
+		r.turnsMu.Lock()
+		if t.waiting--; t.waiting == 0 {
+			delete(r.turns, h)
+		}
+		r.turnsMu.Unlock()
+	}()
 	return rt.CompileModule(ctx, code)
+}
+
+// compileTurn is one code hash's turn to compile: its lock, and how many
+// compiles hold or wait for it.
+type compileTurn struct {
+	mu      sync.Mutex
+	waiting int
 }
 
 // Spec says what to load.
@@ -686,7 +712,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		rt.Close(ctx)
 		return nil, &ModuleError{Detail: "linking " + name, Err: err}
 	}
-	cm, err := r.compileTurn(compileContext(cctx), rt, code)
+	cm, err := r.compileOne(compileContext(cctx), rt, code)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, &ModuleError{Detail: "compiling " + name, Err: err}

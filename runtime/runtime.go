@@ -142,9 +142,10 @@ type Runtime struct {
 	life    sync.RWMutex
 	mu      sync.Mutex
 	modules map[*Module]struct{}
-	// compiling: compiles of the same code take turns (compileTurn),
-	// one lock per 1/16th of the code hashes.
-	compiling  [16]sync.Mutex
+	// turns: compiles of the same code take turns (compileOne); one entry
+	// per code hash being compiled, held by turnsMu.
+	turnsMu    sync.Mutex
+	turns      map[[sha256.Size]byte]*compileTurn
 	instrCache map[[sha256.Size]byte][]byte // in-memory instrumented modules
 	closed     bool
 	workers    int
