@@ -17,19 +17,7 @@ import (
 // from another goroutine; after it, calls clean up in the background again.
 func TestAfterUse(t *testing.T) {
 	ctx := t.Context()
-	rt, err := New(ctx, Options{Prepared: 2, MaxConcurrent: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	wasm, err := os.ReadFile(filepath.Join("testdata", "echo.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := rt.Load(ctx, wasm, Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, mod := loadEcho(t, Options{Prepared: 2, MaxConcurrent: 1})
 	input := []byte(`{"path":"a.txt"}`)
 	for _, fn := range []string{"run", "fail"} {
 		t.Run(fn, func(t *testing.T) {
@@ -98,19 +86,7 @@ func TestAfterUse(t *testing.T) {
 // run yet, and finishes once it has.
 func TestAfterUseClose(t *testing.T) {
 	ctx := t.Context()
-	rt, err := New(ctx, Options{Prepared: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	wasm, err := os.ReadFile(filepath.Join("testdata", "echo.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := rt.Load(ctx, wasm, Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, mod := loadEcho(t, Options{Prepared: 1})
 	cctx, done := AfterUse(ctx)
 	if _, err := mod.Call(cctx, []byte("x")); err != nil {
 		t.Fatal(err)
@@ -126,4 +102,23 @@ func TestAfterUseClose(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close after done: %v", err)
 	}
+}
+
+// loadEcho loads testdata/echo.wasm in a new Runtime with opts.
+func loadEcho(t *testing.T, opts Options) (*Runtime, *Module) {
+	t.Helper()
+	rt, err := New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	wasm, err := os.ReadFile(filepath.Join("testdata", "echo.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.Load(t.Context(), wasm, Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, mod
 }
