@@ -256,3 +256,80 @@ func TestParseInt(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodePlain: the inputs decodePlain takes are decoded as the general
+// decoder decodes them; those it leaves, it leaves untouched; and the
+// commonest input shapes are its.
+func TestDecodePlain(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		take bool
+	}{
+		{`{"s":"notes/today.txt"}`, true},
+		{` { "s" : "a" , "p" : "b" } `, true},
+		{"{\n\t\"s\":\"a\",\r\n\"s\":\"b\"}", true}, // the last wins
+		{`{}`, true},
+		{`{"s":""}`, true},
+		{`{"p":"x y ~ \u007f"}`, false}, // an escape
+		{"{\"p\":\"x\x7f\"}", true},     // DEL is plain in JSON
+		{`{"s":"é"}`, false},            // non-ASCII: the general way checks UTF-8
+		{"{\"s\":\"a\tb\"}", false},     // a control character
+		{`{"S":"a"}`, false},            // a key that matches by case only
+		{`{"x":"a"}`, false},            // an unknown key
+		{`{"n":"1"}`, false},            // a string for an int
+		{`{"p":null}`, false},
+		{`{"s":"a",}`, false},
+		{`{"s":"a"} x`, false},
+		{`{"s":"a"`, false},
+		{`{"s" "a"}`, false},
+		{`["s"]`, false},
+		{`{"s":"a","p":"b","s":"c","p":"d","s":"e","p":"f","s":"g","p":"h"}`, true},
+		{`{"s":"a","p":"b","s":"c","p":"d","s":"e","p":"f","s":"g","p":"h","s":"i"}`, false}, // over maxPlainPairs
+		{`{"s":"` + strings.Repeat("x", maxPlainInput-8) + `"}`, true},
+		{`{"s":"` + strings.Repeat("x", maxPlainInput) + `"}`, false}, // over maxPlainInput
+	} {
+		var plain, general fieldsInput
+		plain.S, plain.N = "before", 7 // what a refusal must leave
+		general.S, general.N = "before", 7
+		took := decodePlain([]byte(tt.in), plain.JSONFields())
+		if took != tt.take {
+			t.Errorf("decodePlain(%q) took it: %v, want %v", trunc(tt.in), took, tt.take)
+		}
+		if !took {
+			if plain.S != "before" || plain.P != nil || plain.N != 7 {
+				t.Errorf("decodePlain(%q) left it but wrote %+v", trunc(tt.in), plain)
+			}
+			continue
+		}
+		if err := decodeGeneral([]byte(tt.in), general.JSONFields()); err != nil {
+			t.Fatalf("decodePlain took %q, the general decoder refuses it: %v", trunc(tt.in), err)
+		}
+		if !reflect.DeepEqual(plain, general) {
+			t.Errorf("decodePlain(%q) = %+v, the general decoder %+v", trunc(tt.in), plain, general)
+		}
+	}
+}
+
+// FuzzDecodePlain: whatever decodePlain takes, the general decoder decodes
+// to the same values; whatever it leaves, it does not touch.
+func FuzzDecodePlain(f *testing.F) {
+	for _, s := range []string{`{"s":"a"}`, ` {"s" : "a" , "p":"b"}`, `{"s":"a\"}`, `{}`, `{"p":null}`, `{"S":"a"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var plain, general fieldsInput
+		plain.N, general.N = 7, 7
+		if !decodePlain(data, plain.JSONFields()) {
+			if plain.S != "" || plain.P != nil || plain.N != 7 {
+				t.Fatalf("decodePlain(%q) left it but wrote %+v", data, plain)
+			}
+			return
+		}
+		if err := decodeGeneral(data, general.JSONFields()); err != nil {
+			t.Fatalf("decodePlain took %q, the general decoder refuses it: %v", data, err)
+		}
+		if !reflect.DeepEqual(plain, general) {
+			t.Fatalf("decodePlain(%q) = %+v, the general decoder %+v", data, plain, general)
+		}
+	})
+}
