@@ -461,36 +461,36 @@ var optionsFingerprint = func() string {
 // instrumented returns the metered form of a module, from the cache when it was
 // made before (keyed by the original's sha256 and the instrumenter version).
 // A miss validates the original with wazero first.
-func (r *Runtime) instrumented(ctx context.Context, wasm []byte) ([]byte, error) {
-	key := sha256.Sum256(wasm)
+func (r *Runtime) instrumented(ctx context.Context, wasm []byte) (code []byte, key [sha256.Size]byte, err error) {
+	key = sha256.Sum256(wasm)
 	r.mu.Lock()
 	cached, ok := r.instrCache[key]
 	r.mu.Unlock()
 	if ok {
-		return cached, nil
+		return cached, key, nil
 	}
 	path := ""
 	if r.opts.CacheDir != "" {
 		path = filepath.Join(r.opts.CacheDir, "instrumented", fmt.Sprintf("%x.v%d.%s.wasm", key, fuel.Version, optionsFingerprint))
 		if data, err := readCached(path); err == nil {
 			r.remember(key, data)
-			return data, nil
+			return data, key, nil
 		}
 	}
 	cm, err := r.validator.CompileModule(ctx, wasm)
 	if err != nil {
-		return nil, &ModuleError{Detail: "invalid module", Err: err}
+		return nil, key, &ModuleError{Detail: "invalid module", Err: err}
 	}
 	_ = cm.Close(ctx)
 	out, _, err := fuel.Instrument(wasm, instrumentOptions)
 	if err != nil {
-		return nil, &ModuleError{Detail: "cannot meter module", Err: err}
+		return nil, key, &ModuleError{Detail: "cannot meter module", Err: err}
 	}
 	if path != "" {
 		writeCached(path, out) // best effort: a failed write only costs a re-instrumentation
 	}
 	r.remember(key, out)
-	return out, nil
+	return out, key, nil
 }
 
 func (r *Runtime) remember(key [sha256.Size]byte, data []byte) {
@@ -552,7 +552,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, m *Manifest) error {
 	if err := checkMemory(fi, m); err != nil {
 		return err
 	}
-	code, err := r.instrumented(ctx, wasm)
+	code, key, err := r.instrumented(ctx, wasm)
 	if err != nil {
 		return err
 	}
@@ -561,7 +561,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, m *Manifest) error {
 	cctx := withHostCallListeners(ctx)
 	rt := wazero.NewRuntimeWithConfig(cctx, r.runtimeConfig(m.Resources.MaxPages()))
 	defer rt.Close(context.WithoutCancel(ctx))
-	cm, err := r.compileOne(compileContext(cctx), rt, code)
+	cm, err := r.compileOne(compileContext(cctx), rt, code, key)
 	if err != nil {
 		return &ModuleError{Detail: "compiling", Err: err}
 	}
@@ -580,9 +580,9 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, m *Manifest) error {
 // wazevo engine.CompileModule), and an instance made from it in between
 // panicked (TestConcurrentLoadsOfOneModule; -race reports the write). The
 // second compile finds the first's module complete. Different code never
-// waits.
-func (r *Runtime) compileOne(ctx context.Context, rt wazero.Runtime, code []byte) (wazero.CompiledModule, error) {
-	h := sha256.Sum256(code)
+// waits. h names the code: the original's hash, which instrumented keys it
+// by (the instrumentation is the same for every module of a Runtime).
+func (r *Runtime) compileOne(ctx context.Context, rt wazero.Runtime, code []byte, h [sha256.Size]byte) (wazero.CompiledModule, error) {
 	r.turnsMu.Lock()
 	t := r.turns[h]
 	if t == nil {
@@ -692,7 +692,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 	if err := checkMemory(fi, m); err != nil {
 		return nil, err
 	}
-	code, err := r.instrumented(ctx, wasm)
+	code, key, err := r.instrumented(ctx, wasm)
 	if err != nil {
 		return nil, err
 	}
@@ -712,7 +712,7 @@ func (r *Runtime) load(ctx context.Context, wasm []byte, spec Spec) (*Module, er
 		rt.Close(ctx)
 		return nil, &ModuleError{Detail: "linking " + name, Err: err}
 	}
-	cm, err := r.compileOne(compileContext(cctx), rt, code)
+	cm, err := r.compileOne(compileContext(cctx), rt, code, key)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, &ModuleError{Detail: "compiling " + name, Err: err}

@@ -143,7 +143,7 @@ type Runtime struct {
 	mu      sync.Mutex
 	modules map[*Module]struct{}
 	// turns: compiles of the same code take turns (compileOne); one entry
-	// per code hash being compiled, held by turnsMu.
+	// per module hash being compiled, held by turnsMu.
 	turnsMu    sync.Mutex
 	turns      map[[sha256.Size]byte]*compileTurn
 	instrCache map[[sha256.Size]byte][]byte // in-memory instrumented modules
