@@ -275,14 +275,14 @@ func (m *Module) kernelFunctions() []hostFunc {
 			if !ok {
 				trap("kernel_read: kernel range %#x+%d is outside kernel memory", src, n)
 			}
-			if !guestMemory(mod).Write(dst, b) {
+			if !guestMemory(mod, hostfns.FnKernelRead).Write(dst, b) {
 				trap("kernel_read: guest range %#x+%d is outside the guest's memory", dst, n)
 			}
 		}, guestCopySig.params, guestCopySig.results),
 		fn(hostfns.Namespace, hostfns.FnKernelWrite, func(ctx context.Context, mod api.Module, stack []uint64) {
 			dst, src, n := stack[0], api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
 			st := guestIO(ctx, hostfns.FnKernelWrite, n)
-			b, ok := guestMemory(mod).Read(src, n)
+			b, ok := guestMemory(mod, hostfns.FnKernelWrite).Read(src, n)
 			if !ok {
 				trap("kernel_write: guest range %#x+%d is outside the guest's memory", src, n)
 			}
@@ -303,7 +303,7 @@ func (m *Module) kernelFunctions() []hostFunc {
 			if n == 0 {
 				return
 			}
-			b, ok := guestMemory(mod).Read(dst, n)
+			b, ok := guestMemory(mod, hostfns.FnInputRead).Read(dst, n)
 			if !ok {
 				trap("input_read: guest range %#x+%d is outside the guest's memory", dst, n)
 			}
@@ -317,7 +317,7 @@ func (m *Module) kernelFunctions() []hostFunc {
 			if uint64(n) > maxOut {
 				panic(errs.New(ErrTooLarge, fmt.Sprintf("output of %d bytes is over the %d-byte cap", n, maxOut)))
 			}
-			b, ok := guestMemory(mod).Read(src, n)
+			b, ok := guestMemory(mod, hostfns.FnOutputWrite).Read(src, n)
 			if !ok {
 				trap("output_write: guest range %#x+%d is outside the guest's memory", src, n)
 			}
@@ -352,12 +352,12 @@ var guestCopySig = sig{[]api.ValueType{i64, i32, i32}, nil}
 var guestRangeSig = sig{[]api.ValueType{i32, i32}, nil}
 
 // guestMemory is the calling module's memory; a module without one has
-// nothing to copy to or from.
-func guestMemory(mod api.Module) api.Memory {
+// nothing to copy to or from, and the trap names the function called.
+func guestMemory(mod api.Module, name string) api.Memory {
 	if mem := mod.Memory(); mem != nil {
 		return mem
 	}
-	panic(&TrapError{Reason: "kernel_read/kernel_write: the module has no memory"})
+	panic(&TrapError{Reason: name + ": the module has no memory"})
 }
 
 // guestIO is the start of the runtime's functions that copy n bytes between
